@@ -1,0 +1,64 @@
+import type { Bindings } from "./types";
+
+export interface SmtpConfig {
+  host: string;
+  port: number;
+  /** true: TLS from the first byte; false: plain, upgraded with STARTTLS when offered. */
+  secure: boolean;
+  username: string;
+  password: string;
+  fromName: string;
+  fromAddress: string;
+  timeoutMs: number;
+}
+
+export interface Config {
+  bcryptCost: number;
+  /** Undefined when JWT_SECRET_KEY is not set; login then fails loudly. */
+  jwtSecret: string | undefined;
+  /** Undefined when MAIL_EMAIL or MAIL_APP_PASSWORD is missing: no mail is sent. */
+  smtp: SmtpConfig | undefined;
+}
+
+export const APP_NAME = "Notes API";
+
+/** A setting that is present but unusable; reported as a 500 with a log line naming it. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function nonEmpty(raw: string | undefined): string | undefined {
+  return raw === undefined || raw.trim() === "" ? undefined : raw.trim();
+}
+
+/** Reads and checks every setting in one place. */
+export function readConfig(env: Bindings): Config {
+  const mailEmail = nonEmpty(env.MAIL_EMAIL);
+  const mailPassword = nonEmpty(env.MAIL_APP_PASSWORD);
+  return {
+    bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
+    jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
+    smtp:
+      mailEmail && mailPassword
+        ? {
+            host: nonEmpty(env.SMTP_HOST) ?? "smtp.gmail.com",
+            port: intSetting("SMTP_PORT", env.SMTP_PORT, 465, 1, 65535),
+            secure: (nonEmpty(env.SMTP_SECURE) ?? "true").toLowerCase() !== "false",
+            username: mailEmail,
+            password: mailPassword,
+            fromName: nonEmpty(env.MAIL_FROM_NAME) ?? APP_NAME,
+            fromAddress: mailEmail,
+            timeoutMs: intSetting("SMTP_TIMEOUT_MS", env.SMTP_TIMEOUT_MS, 10_000, 100, 60_000),
+          }
+        : undefined,
+  };
+}

@@ -1,0 +1,26 @@
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export const users = sqliteTable("users", {
+  // INTEGER PRIMARY KEY without AUTOINCREMENT: SQLite hands out max(id) + 1, and users are never
+  // deleted, so the id equals the number of users at creation, as the spec says.
+  id: integer("id").primaryKey(),
+  // Stored trimmed and lowercased; the unique index decides concurrent registrations.
+  email: text("email").notNull().unique(),
+  password: text("password").notNull(),
+  isVerified: integer("isVerified", { mode: "boolean" }).notNull().default(false),
+  verificationToken: text("verificationToken"),
+  tokenExpiry: integer("tokenExpiry"),
+  // Wrong codes against the current code; at MAX_CODE_ATTEMPTS the code is void.
+  failedCodeAttempts: integer("failedCodeAttempts").notNull().default(0),
+});
+
+export const notes = sqliteTable("notes", {
+  // AUTOINCREMENT so the id of a deleted note is never handed out again.
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  title: text("title").notNull(),
+  content: text("content").notNull(),
+  createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+});
+
+export type User = typeof users.$inferSelect;
+export type Note = typeof notes.$inferSelect;

@@ -1,0 +1,35 @@
+type Level = "info" | "warn" | "error";
+
+export interface Logger {
+  info(event: string, fields?: Record<string, unknown>): void;
+  warn(event: string, fields?: Record<string, unknown>): void;
+  error(event: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * One JSON object per line, so Workers Logs can index the fields. Callers pass only safe values:
+ * never a password, hash, code, token or secret.
+ */
+export function createLogger(base: Record<string, unknown> = {}): Logger {
+  const write = (level: Level, event: string, fields: Record<string, unknown> = {}) => {
+    const line = JSON.stringify({ time: new Date().toISOString(), level, event, ...base, ...fields });
+    if (level === "error") console.error(line);
+    else if (level === "warn") console.warn(line);
+    else console.log(line);
+  };
+  return {
+    info: (event, fields) => write("info", event, fields),
+    warn: (event, fields) => write("warn", event, fields),
+    error: (event, fields) => write("error", event, fields),
+  };
+}
+
+/**
+ * The name and message of an error, safe for a log line. Drizzle's query errors carry the SQL and its
+ * parameters (e-mail, hash, code) in their message, so for those only the driver's own cause is kept.
+ */
+export function describeError(err: unknown): { errorName: string; errorMessage: string } {
+  if (!(err instanceof Error)) return { errorName: "NonError", errorMessage: "a non-Error value was thrown" };
+  const shown = err.name === "DrizzleQueryError" && err.cause instanceof Error ? err.cause : err;
+  return { errorName: err.name, errorMessage: shown.message.slice(0, 300) };
+}

@@ -1,0 +1,203 @@
+import { connect } from "cloudflare:sockets";
+
+/**
+ * A minimal SMTP submission client over `cloudflare:sockets`.
+ *
+ * We keep worker-mailer for building the MIME message but not for the conversation: its reply loop
+ * (1.2.1) never checks for end-of-stream, so a server that hangs up mid-conversation makes it spin
+ * forever on one core, no timer fires again, and the whole isolate stops serving. Here every read
+ * treats end-of-stream as an error, every wait is bounded by one deadline for the whole conversation,
+ * and the socket is always closed.
+ */
+
+export interface SmtpSettings {
+  host: string;
+  port: number;
+  /** true: TLS from the first byte (port 465); false: plain, upgraded with STARTTLS when offered. */
+  secure: boolean;
+  username: string;
+  password: string;
+  /** Budget for the whole conversation, connect to QUIT. */
+  timeoutMs: number;
+}
+
+export interface Envelope {
+  from: string;
+  to: string;
+  /** The message, dot-stuffed and terminated by CRLF.CRLF. */
+  data: string;
+}
+
+export class SmtpError extends Error {
+  override name = "SmtpError";
+}
+
+interface Reply {
+  code: number;
+  lines: string[];
+}
+
+// A reply longer than this is not SMTP; refuse it instead of buffering without end.
+const MAX_REPLY_BYTES = 64 * 1024;
+// After the message is accepted, QUIT is a courtesy: do not wait long for its answer.
+const QUIT_WAIT_MS = 1_000;
+
+function base64(text: string): string {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function describe(reply: Reply): string {
+  return `${reply.code} ${reply.lines.join(" ").slice(0, 200)}`.trim();
+}
+
+class SmtpConversation {
+  private socket: Socket;
+  private reader: ReadableStreamDefaultReader<Uint8Array>;
+  private writer: WritableStreamDefaultWriter<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  private readonly encoder = new TextEncoder();
+  private buffered = "";
+
+  constructor(
+    socket: Socket,
+    private readonly deadline: number,
+  ) {
+    this.socket = socket;
+    this.reader = socket.readable.getReader();
+    this.writer = socket.writable.getWriter();
+  }
+
+  /** Waits for `promise` until the conversation's deadline (or `limitMs`, if sooner). */
+  async within<T>(promise: Promise<T>, what: string, limitMs = Infinity): Promise<T> {
+    const remaining = Math.min(this.deadline - Date.now(), limitMs);
+    if (remaining <= 0) throw new SmtpError(`timed out ${what}`);
+    let timer!: ReturnType<typeof setTimeout>;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new SmtpError(`timed out ${what}`)), remaining);
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async readLine(what: string, limitMs?: number): Promise<string> {
+    for (;;) {
+      const end = this.buffered.indexOf("\n");
+      if (end >= 0) {
+        const line = this.buffered.slice(0, end).replace(/\r$/, "");
+        this.buffered = this.buffered.slice(end + 1);
+        return line;
+      }
+      if (this.buffered.length > MAX_REPLY_BYTES) throw new SmtpError(`reply too long ${what}`);
+      const chunk = await this.within(this.reader.read(), what, limitMs);
+      if (chunk.done) throw new SmtpError(`connection closed by the server ${what}`);
+      this.buffered += this.decoder.decode(chunk.value, { stream: true });
+    }
+  }
+
+  /** Reads one (possibly multi-line) reply: `250-first`, `250-more`, `250 last`. */
+  async reply(what: string, limitMs?: number): Promise<Reply> {
+    const lines: string[] = [];
+    for (;;) {
+      const line = await this.readLine(what, limitMs);
+      const match = /^(\d{3})([ -]|$)(.*)$/.exec(line);
+      if (!match) throw new SmtpError(`malformed reply ${what}`);
+      lines.push(match[3] ?? "");
+      if (match[2] !== "-") return { code: Number(match[1]), lines };
+    }
+  }
+
+  async send(text: string, what: string): Promise<void> {
+    await this.within(this.writer.write(this.encoder.encode(text)), what);
+  }
+
+  /** Sends one command line and requires a reply with one of the expected codes. */
+  async command(line: string, expected: number[], what: string): Promise<Reply> {
+    await this.send(`${line}\r\n`, what);
+    return this.expect(expected, what);
+  }
+
+  async expect(expected: number[], what: string): Promise<Reply> {
+    const reply = await this.reply(what);
+    if (!expected.includes(reply.code)) throw new SmtpError(`server refused ${what}: ${describe(reply)}`);
+    return reply;
+  }
+
+  /** Replaces the plain socket with its TLS upgrade (after the server's 220 to STARTTLS). */
+  async upgradeToTls(host: string): Promise<void> {
+    this.reader.releaseLock();
+    this.writer.releaseLock();
+    this.socket = this.socket.startTls({ expectedServerHostname: host });
+    this.reader = this.socket.readable.getReader();
+    this.writer = this.socket.writable.getWriter();
+    this.buffered = "";
+  }
+
+  close(): void {
+    // Errors here only mean the socket is already gone.
+    this.socket.close().catch(() => {});
+  }
+}
+
+/** Parses the EHLO reply's extension lines into upper-case keywords and their parameters. */
+function capabilities(ehlo: Reply): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  for (const line of ehlo.lines.slice(1)) {
+    const [keyword, ...params] = line.trim().toUpperCase().split(/\s+/);
+    if (keyword) found.set(keyword, params);
+  }
+  return found;
+}
+
+async function authenticate(session: SmtpConversation, caps: Map<string, string[]>, s: SmtpSettings): Promise<void> {
+  const mechanisms = caps.get("AUTH") ?? [];
+  if (mechanisms.includes("PLAIN")) {
+    await session.command(`AUTH PLAIN ${base64(`\0${s.username}\0${s.password}`)}`, [235], "AUTH PLAIN");
+  } else if (mechanisms.includes("LOGIN")) {
+    await session.command("AUTH LOGIN", [334], "AUTH LOGIN");
+    await session.command(base64(s.username), [334], "AUTH LOGIN (user name)");
+    await session.command(base64(s.password), [235], "AUTH LOGIN (password)");
+  } else {
+    throw new SmtpError("the server offers neither AUTH PLAIN nor AUTH LOGIN");
+  }
+}
+
+/** Delivers one message. Resolves once the server has accepted it; rejects with an SmtpError otherwise. */
+export async function sendMail(settings: SmtpSettings, envelope: Envelope): Promise<void> {
+  const deadline = Date.now() + settings.timeoutMs;
+  const socket = connect(
+    { hostname: settings.host, port: settings.port },
+    { secureTransport: settings.secure ? "on" : "starttls", allowHalfOpen: false },
+  );
+  const session = new SmtpConversation(socket, deadline);
+  try {
+    await session.within(socket.opened, "connecting").catch((err: unknown) => {
+      throw err instanceof SmtpError ? err : new SmtpError(`could not connect to ${settings.host}:${settings.port}`);
+    });
+    await session.expect([220], "greeting");
+    const heloName = envelope.from.split("@").pop() || "localhost";
+    let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
+    if (!settings.secure && caps.has("STARTTLS")) {
+      await session.command("STARTTLS", [220], "STARTTLS");
+      await session.upgradeToTls(settings.host);
+      caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
+    }
+    await authenticate(session, caps, settings);
+    await session.command(`MAIL FROM:<${envelope.from}>`, [250], "MAIL FROM");
+    await session.command(`RCPT TO:<${envelope.to}>`, [250, 251], "RCPT TO");
+    await session.command("DATA", [354], "DATA");
+    await session.send(envelope.data, "sending the message");
+    await session.expect([250], "the message");
+    // The message is accepted; a server that hangs up instead of answering QUIT changes nothing.
+    await session
+      .send("QUIT\r\n", "QUIT")
+      .then(() => session.reply("QUIT", QUIT_WAIT_MS))
+      .catch(() => {});
+  } finally {
+    session.close();
+  }
+}
