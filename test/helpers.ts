@@ -1,0 +1,104 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import PostalMime from "postal-mime";
+import worker from "../src/index";
+import type { Bindings } from "../src/types";
+import type { ReceivedMail, SmtpPeer } from "./smtp/servers";
+
+export const BASE = "http://api.test";
+export const PASSWORD = "correct horse battery";
+
+/** A fresh address per call, so tests never share accounts. */
+export function randomEmail(prefix = "user"): string {
+  return `${prefix}-${crypto.randomUUID()}@example.com`;
+}
+
+/** A request through the deployed app's own fetch handler, as a client would send it. */
+export function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)["Content-Type"] ??= "application/json";
+  }
+  return exports.default.fetch(new Request(`${BASE}${path}`, init));
+}
+
+/** The same app with some bindings replaced: another SMTP peer, a missing secret, a broken database. */
+export async function callWithEnv(overrides: Partial<Bindings>, method: string, path: string, body?: unknown): Promise<Response> {
+  const request = new Request(`${BASE}${path}`, {
+    method,
+    headers: { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(request, { ...env, ...overrides } as Bindings, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+export function smtpPort(peer: SmtpPeer): string {
+  return String(env.SMTP.ports[peer]);
+}
+
+export async function mailsTo(address: string): Promise<ReceivedMail[]> {
+  const response = await fetch(`${env.SMTP.inspectUrl}/messages?to=${encodeURIComponent(address)}`);
+  return response.json();
+}
+
+export async function smtpConnections(): Promise<Partial<Record<SmtpPeer, number>>> {
+  const response = await fetch(`${env.SMTP.inspectUrl}/connections`);
+  return response.json();
+}
+
+/** The code from the one verification e-mail sent to `address`. */
+export async function mailedCode(address: string): Promise<string> {
+  const mails = await mailsTo(address);
+  if (mails.length !== 1) throw new Error(`expected one mail to ${address}, found ${mails.length}`);
+  const parsed = await PostalMime.parse(mails[0]!.raw);
+  const match = /^Your verification code is: (\d{6})$/.exec(parsed.text?.trim() ?? "");
+  if (!match) throw new Error(`no code in mail to ${address}: ${parsed.text}`);
+  return match[1]!;
+}
+
+export async function register(email: string, password = PASSWORD): Promise<Response> {
+  return call("POST", "/auth/register", { email, password });
+}
+
+/** Registers and verifies an account through the API; returns its e-mail. */
+export async function verifiedAccount(password = PASSWORD): Promise<string> {
+  const email = randomEmail();
+  expectStatus(await register(email, password), 201);
+  expectStatus(await call("POST", "/auth/verify-email", { email, token: await mailedCode(email) }), 200);
+  return email;
+}
+
+function expectStatus(response: Response, status: number): void {
+  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}`);
+}
+
+export interface StoredUser {
+  id: number;
+  email: string;
+  password: string;
+  isVerified: number;
+  verificationToken: string | null;
+  tokenExpiry: number | null;
+  failedCodeAttempts: number;
+}
+
+/** The row as D1 holds it, read with plain SQL rather than through the app. */
+export async function storedUser(email: string): Promise<StoredUser | null> {
+  return env.DB.prepare("SELECT * FROM users WHERE email = ?").bind(email).first<StoredUser>();
+}
+
+/** Asserts a plain-text response: status, exact body and content type. */
+export async function textOf(response: Response): Promise<{ status: number; type: string | null; body: string }> {
+  return { status: response.status, type: response.headers.get("content-type"), body: await response.text() };
+}
+
+export async function jsonOf(response: Response): Promise<{ status: number; type: string | null; body: unknown }> {
+  return { status: response.status, type: response.headers.get("content-type"), body: await response.json() };
+}
+
+export const TEXT = "text/plain; charset=UTF-8";
+export const JSON_TYPE = "application/json";

@@ -1,0 +1,207 @@
+/**
+ * Real SMTP peers on loopback for the tests, run in Node by vitest's globalSetup:
+ * - `mailbox`: a well-behaved server (smtp-server) that requires AUTH and keeps every message;
+ * - `rejectSender` (550 to MAIL FROM) and `rejectLogin` (535 to AUTH), also smtp-server;
+ * - scripted misbehaving peers: one that never speaks, ones that hang up after the greeting, after
+ *   EHLO, or instead of answering QUIT, and a tripwire that only counts connections;
+ * - `refused`: a port nobody listens on.
+ * Tests read what happened through a small HTTP inspection endpoint on loopback.
+ */
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
+import { SMTPServer, type SMTPServerOptions } from "smtp-server";
+
+export interface ReceivedMail {
+  server: string;
+  username: string | null;
+  password: string | null;
+  mailFrom: string | null;
+  rcptTo: string[];
+  raw: string;
+}
+
+export type SmtpPeer =
+  | "mailbox"
+  | "rejectSender"
+  | "rejectLogin"
+  | "silent"
+  | "closeAfterGreeting"
+  | "closeAfterEhlo"
+  | "closeOnQuit"
+  | "tripwire"
+  | "refused";
+
+export interface SmtpFixture {
+  ports: Record<SmtpPeer, number>;
+  inspectUrl: string;
+}
+
+const HOST = "127.0.0.1";
+
+function listen(server: NetServer | HttpServer | SMTPServer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const net = server instanceof SMTPServer ? (server as unknown as { server: NetServer }).server : server;
+    net.once("error", reject);
+    server.listen(0, HOST, () => resolve((net.address() as AddressInfo).port));
+  });
+}
+
+export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: () => Promise<void> }> {
+  const received: ReceivedMail[] = [];
+  const connections: Partial<Record<SmtpPeer, number>> = {};
+  const count = (peer: SmtpPeer) => (connections[peer] = (connections[peer] ?? 0) + 1);
+  const closers: Array<() => Promise<void>> = [];
+
+  function smtp(name: SmtpPeer, overrides: Partial<SMTPServerOptions> = {}): SMTPServer {
+    const credentials = new WeakMap<object, { username: string; password: string }>();
+    const server = new SMTPServer({
+      name: "test.smtp.local",
+      banner: `${name} ready`,
+      authMethods: ["PLAIN", "LOGIN"],
+      allowInsecureAuth: true,
+      disabledCommands: ["STARTTLS"],
+      logger: false,
+      onConnect(_session, callback) {
+        count(name);
+        callback();
+      },
+      onAuth(auth, session, callback) {
+        credentials.set(session, { username: auth.username ?? "", password: auth.password ?? "" });
+        callback(null, { user: auth.username });
+      },
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+        stream.on("end", () => {
+          const auth = credentials.get(session);
+          received.push({
+            server: name,
+            username: auth?.username ?? null,
+            password: auth?.password ?? null,
+            mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null,
+            rcptTo: session.envelope.rcptTo.map((r) => r.address),
+            raw: Buffer.concat(chunks).toString("utf8"),
+          });
+          callback();
+        });
+      },
+      ...overrides,
+    });
+    server.on("error", () => {});
+    closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+    return server;
+  }
+
+  /** A peer that follows a script instead of the protocol. */
+  function scripted(name: SmtpPeer, onConnection: (socket: Socket) => void): NetServer {
+    const sockets = new Set<Socket>();
+    const server = createNetServer((socket) => {
+      count(name);
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+      socket.on("error", () => {});
+      onConnection(socket);
+    });
+    closers.push(
+      () =>
+        new Promise((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          server.close(() => resolve());
+        }),
+    );
+    return server;
+  }
+
+  /** Answers each command line with `answer(line)`; `null` hangs up without a reply. */
+  function conversation(socket: Socket, answer: (line: string) => string | null): void {
+    let buffered = "";
+    let inData = false;
+    socket.write("220 scripted ready\r\n");
+    socket.on("data", (chunk) => {
+      buffered += chunk.toString("utf8");
+      let end: number;
+      while ((end = buffered.indexOf("\r\n")) >= 0) {
+        const line = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (inData) {
+          if (line === ".") {
+            inData = false;
+            socket.write("250 accepted\r\n");
+          }
+          continue;
+        }
+        const reply = answer(line.toUpperCase());
+        if (reply === null) {
+          socket.destroy();
+          return;
+        }
+        if (line.toUpperCase() === "DATA") inData = true;
+        socket.write(reply);
+      }
+    });
+  }
+
+  const happyPath = (line: string): string | null => {
+    if (line.startsWith("EHLO")) return "250-scripted\r\n250 AUTH PLAIN\r\n";
+    if (line.startsWith("AUTH")) return "235 ok\r\n";
+    if (line === "DATA") return "354 go ahead\r\n";
+    if (line === "QUIT") return null;
+    return "250 ok\r\n";
+  };
+
+  const servers = {
+    mailbox: smtp("mailbox"),
+    rejectSender: smtp("rejectSender", {
+      onMailFrom(_address, _session, callback) {
+        const err = new Error("Sender address rejected") as Error & { responseCode: number };
+        err.responseCode = 550;
+        callback(err);
+      },
+    }),
+    rejectLogin: smtp("rejectLogin", {
+      onAuth(_auth, _session, callback) {
+        const err = new Error("Username and Password not accepted") as Error & { responseCode: number };
+        err.responseCode = 535;
+        callback(err);
+      },
+    }),
+    silent: scripted("silent", () => {}),
+    closeAfterGreeting: scripted("closeAfterGreeting", (socket) => socket.end("220 hello and goodbye\r\n")),
+    closeAfterEhlo: scripted("closeAfterEhlo", (socket) =>
+      conversation(socket, (line) => (line.startsWith("EHLO") ? null : "250 ok\r\n")),
+    ),
+    closeOnQuit: scripted("closeOnQuit", (socket) => conversation(socket, happyPath)),
+    tripwire: scripted("tripwire", (socket) => socket.destroy()),
+  };
+
+  const ports = {} as Record<SmtpPeer, number>;
+  for (const [name, server] of Object.entries(servers)) ports[name as SmtpPeer] = await listen(server);
+
+  // A port that was free a moment ago and has nobody listening now.
+  const probe = createNetServer();
+  ports.refused = await listen(probe);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+
+  const inspect = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? "/", `http://${HOST}`);
+    res.setHeader("content-type", "application/json");
+    if (url.pathname === "/messages") {
+      const to = url.searchParams.get("to");
+      res.end(JSON.stringify(received.filter((m) => to === null || m.rcptTo.includes(to))));
+    } else if (url.pathname === "/connections") {
+      res.end(JSON.stringify(connections));
+    } else {
+      res.statusCode = 404;
+      res.end("{}");
+    }
+  });
+  const inspectPort = await listen(inspect);
+  closers.push(() => new Promise((resolve) => inspect.close(() => resolve())));
+
+  return {
+    fixture: { ports, inspectUrl: `http://${HOST}:${inspectPort}` },
+    stop: async () => {
+      await Promise.all(closers.map((close) => close()));
+    },
+  };
+}

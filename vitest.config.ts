@@ -1,0 +1,39 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig(async () => {
+  // The real drizzle-kit migrations, applied by test/apply-migrations.ts in the Workers runtime.
+  const migrations = await readD1Migrations("./drizzle");
+  return {
+    plugins: [
+      cloudflareTest(({ inject }) => {
+        const smtp = inject("smtp");
+        return {
+          wrangler: { configPath: "./wrangler.toml" },
+          miniflare: {
+            // A second, never-migrated database: a real D1 whose tables are missing.
+            d1Databases: { EMPTY_DB: "empty-db" },
+            bindings: {
+              TEST_MIGRATIONS: migrations,
+              SMTP: smtp,
+              SMTP_HOST: "127.0.0.1",
+              SMTP_PORT: String(smtp.ports.mailbox),
+              SMTP_SECURE: "false",
+              SMTP_TIMEOUT_MS: "1500",
+              MAIL_EMAIL: "sender@notes.test",
+              MAIL_APP_PASSWORD: "abcdefghijklmnop",
+              MAIL_FROM_NAME: "Notes API Test",
+              JWT_SECRET_KEY: "test-secret-0123456789abcdef0123456789",
+              // Low cost keeps the suite fast; production reads BCRYPT_COST (default 10).
+              BCRYPT_COST: "4",
+            },
+          },
+        };
+      }),
+    ],
+    test: {
+      globalSetup: ["./test/global-setup.ts"],
+      setupFiles: ["./test/apply-migrations.ts"],
+    },
+  };
+});
