@@ -1,4 +1,4 @@
-import type { SmtpFixture } from "./smtp/servers";
+import type { SmtpFixture } from "./smtp/types";
 
 declare global {
   namespace Cloudflare {

@@ -1,5 +1,6 @@
 import type { TestProject } from "vitest/node";
-import { startSmtpPeers, type SmtpFixture } from "./smtp/servers";
+import { startSmtpPeers } from "./smtp/servers.ts";
+import type { SmtpFixture } from "./smtp/types.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

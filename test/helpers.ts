@@ -3,7 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import PostalMime from "postal-mime";
 import worker from "../src/index";
 import type { Bindings } from "../src/types";
-import type { ReceivedMail, SmtpPeer } from "./smtp/servers";
+import type { ReceivedMail, SmtpPeer } from "./smtp/types";
 
 export const BASE = "http://api.test";
 export const PASSWORD = "correct horse battery";

@@ -10,31 +10,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
-
-export interface ReceivedMail {
-  server: string;
-  username: string | null;
-  password: string | null;
-  mailFrom: string | null;
-  rcptTo: string[];
-  raw: string;
-}
-
-export type SmtpPeer =
-  | "mailbox"
-  | "rejectSender"
-  | "rejectLogin"
-  | "silent"
-  | "closeAfterGreeting"
-  | "closeAfterEhlo"
-  | "closeOnQuit"
-  | "tripwire"
-  | "refused";
-
-export interface SmtpFixture {
-  ports: Record<SmtpPeer, number>;
-  inspectUrl: string;
-}
+import type { ReceivedMail, SmtpFixture, SmtpPeer } from "./types.ts";
 
 const HOST = "127.0.0.1";
 
