@@ -34,6 +34,8 @@ export default defineConfig(async () => {
     test: {
       globalSetup: ["./test/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
+      // The app logs one JSON line per event; show them only for failing tests.
+      silent: "passed-only",
     },
   };
 });

@@ -1,3 +1,5 @@
+import { DrizzleQueryError } from "drizzle-orm/errors";
+
 type Level = "info" | "warn" | "error";
 
 export interface Logger {
@@ -29,7 +31,10 @@ export function createLogger(base: Record<string, unknown> = {}): Logger {
  * parameters (e-mail, hash, code) in their message, so for those only the driver's own cause is kept.
  */
 export function describeError(err: unknown): { errorName: string; errorMessage: string } {
-  if (!(err instanceof Error)) return { errorName: "NonError", errorMessage: "a non-Error value was thrown" };
-  const shown = err.name === "DrizzleQueryError" && err.cause instanceof Error ? err.cause : err;
-  return { errorName: err.name, errorMessage: shown.message.slice(0, 300) };
+  if (err instanceof DrizzleQueryError) {
+    const cause = err.cause instanceof Error ? err.cause.message : "no cause given";
+    return { errorName: "DrizzleQueryError", errorMessage: cause.slice(0, 300) };
+  }
+  if (err instanceof Error) return { errorName: err.name, errorMessage: err.message.slice(0, 300) };
+  return { errorName: "NonError", errorMessage: "a non-Error value was thrown" };
 }

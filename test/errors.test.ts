@@ -1,0 +1,67 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, callWithEnv, JSON_TYPE, PASSWORD, TEXT, textOf, verifiedAccount } from "./helpers";
+
+function captureErrorLogs() {
+  const lines: string[] = [];
+  vi.spyOn(console, "error").mockImplementation((line: unknown) => lines.push(String(line)));
+  return lines;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("unknown paths", () => {
+  it.each(["/", "/nope", "/notes/1/extra", "/notes/"])("returns 404 JSON for %s", async (path) => {
+    const response = await call("GET", path);
+    expect(response.status).toBe(404);
+    expect(response.headers.get("content-type")).toBe(JSON_TYPE);
+    expect(await response.json()).toEqual({ error: "Not found" });
+  });
+});
+
+describe("unhandled failures", () => {
+  it("answers a notes request on a database without tables with a generic JSON 500 and one safe log line", async () => {
+    const logs = captureErrorLogs();
+    const response = await callWithEnv({ DB: env.EMPTY_DB }, "POST", "/notes", { title: "secret title", content: "x" });
+    expect(response.status).toBe(500);
+    expect(response.headers.get("content-type")).toBe(JSON_TYPE);
+    expect(await response.json()).toEqual({ error: "Internal server error" });
+
+    expect(logs).toHaveLength(1);
+    const line = JSON.parse(logs[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: "error", event: "unhandled_error", method: "POST", path: "/notes" });
+    expect(line.errorMessage).toMatch(/no such table: notes/);
+    expect(logs[0]).not.toMatch(/insert into|secret title/i);
+  });
+
+  it("answers an accounts request on a database without tables with a generic plain-text 500", async () => {
+    const logs = captureErrorLogs();
+    const email = `broken-${crypto.randomUUID()}@example.com`;
+    const response = await callWithEnv({ DB: env.EMPTY_DB }, "POST", "/auth/register", { email, password: PASSWORD });
+    expect(await textOf(response)).toEqual({ status: 500, type: TEXT, body: "Internal server error." });
+    expect(logs.join("\n")).toMatch(/no such table: users/);
+    // Neither the e-mail, nor the hash, nor the password reaches the log.
+    expect(logs.join("\n")).not.toContain(email);
+    expect(logs.join("\n")).not.toContain(PASSWORD);
+    expect(logs.join("\n")).not.toMatch(/\$2[aby]\$/);
+  });
+
+  it("answers login with 500 and names the missing JWT_SECRET_KEY in the log", async () => {
+    const email = await verifiedAccount();
+    const logs = captureErrorLogs();
+    const response = await callWithEnv({ JWT_SECRET_KEY: undefined }, "POST", "/auth/login", { email, password: PASSWORD });
+    expect(await textOf(response)).toEqual({ status: 500, type: TEXT, body: "Internal server error." });
+    expect(logs).toHaveLength(1);
+    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining("JWT_SECRET_KEY") });
+  });
+
+  it("answers with 500 and names an unusable BCRYPT_COST in the log", async () => {
+    const logs = captureErrorLogs();
+    const response = await callWithEnv({ BCRYPT_COST: "ten" }, "GET", "/notes");
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ error: "Internal server error" });
+    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining("BCRYPT_COST") });
+  });
+});

@@ -1,0 +1,57 @@
+import { env } from "cloudflare:workers";
+import { SignJWT, UnsecuredJWT } from "jose";
+import { describe, expect, it } from "vitest";
+import { codesMatch, generateVerificationCode } from "../src/lib/codes";
+import { signLoginToken, verifyLoginToken } from "../src/lib/jwt";
+
+describe("generateVerificationCode", () => {
+  it("draws six-digit codes spread over the whole range 100000..999999", () => {
+    const codes = Array.from({ length: 20_000 }, generateVerificationCode);
+    expect(codes.every((code) => /^[1-9]\d{5}$/.test(code))).toBe(true);
+    // Each of the nine leading digits should hold about a ninth of the draws.
+    const byLeadingDigit = new Map<string, number>();
+    for (const code of codes) byLeadingDigit.set(code[0]!, (byLeadingDigit.get(code[0]!) ?? 0) + 1);
+    expect(byLeadingDigit.size).toBe(9);
+    for (const count of byLeadingDigit.values()) expect(count).toBeGreaterThan(1_900);
+    expect(new Set(codes).size).toBeGreaterThan(19_000);
+  });
+});
+
+describe("codesMatch", () => {
+  it("accepts only the identical code", () => {
+    expect(codesMatch("123456", "123456")).toBe(true);
+    expect(codesMatch("123457", "123456")).toBe(false);
+    expect(codesMatch("12345", "123456")).toBe(false);
+    expect(codesMatch("1234567", "123456")).toBe(false);
+    expect(codesMatch("", "123456")).toBe(false);
+  });
+});
+
+describe("login tokens", () => {
+  const secret = env.JWT_SECRET_KEY!;
+  const key = new TextEncoder().encode(secret);
+
+  it("round-trips the user id", async () => {
+    expect(await verifyLoginToken(await signLoginToken(42, secret), secret)).toEqual({ id: "42" });
+  });
+
+  it("refuses a token signed with another algorithm, even with the same secret", async () => {
+    const hs512 = await new SignJWT({ id: "1" }).setProtectedHeader({ alg: "HS512" }).setExpirationTime("1h").sign(key);
+    await expect(verifyLoginToken(hs512, secret)).rejects.toThrow();
+  });
+
+  it("refuses an unsigned token", async () => {
+    const unsigned = new UnsecuredJWT({ id: "1" }).setExpirationTime("1h").encode();
+    await expect(verifyLoginToken(unsigned, secret)).rejects.toThrow();
+  });
+
+  it("refuses an expired token", async () => {
+    const past = Math.floor(Date.now() / 1000) - 7200;
+    const expired = await new SignJWT({ id: "1" })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt(past)
+      .setExpirationTime(past + 3600)
+      .sign(key);
+    await expect(verifyLoginToken(expired, secret)).rejects.toThrow(/exp/);
+  });
+});

@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, callWithEnv, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedUser, TEXT, textOf } from "./helpers";
+import type { SmtpPeer } from "./smtp/types";
+
+const CREATED = "User created. Please check your email for a verification code.";
+
+/** Log lines the app wrote to the console during the test, parsed. */
+function captureLogs() {
+  const lines: Array<Record<string, unknown>> = [];
+  for (const method of ["log", "warn", "error"] as const) {
+    vi.spyOn(console, method).mockImplementation((line: unknown) => {
+      lines.push(JSON.parse(String(line)) as Record<string, unknown>);
+    });
+  }
+  return lines;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function registerThrough(peer: SmtpPeer, email: string) {
+  return callWithEnv({ SMTP_PORT: smtpPort(peer) }, "POST", "/auth/register", { email, password: PASSWORD });
+}
+
+describe("verification e-mail when the mail server misbehaves", () => {
+  it.each<[SmtpPeer, RegExp]>([
+    ["refused", /could not connect/],
+    ["silent", /timed out greeting/],
+    ["closeAfterGreeting", /connection closed by the server EHLO/],
+    ["closeAfterEhlo", /connection closed by the server EHLO/],
+    ["rejectSender", /server refused MAIL FROM: 550/],
+    ["rejectLogin", /server refused AUTH PLAIN: 535/],
+  ])("still registers (201) and logs the failure when the server is %s", async (peer, reason) => {
+    const logs = captureLogs();
+    const email = randomEmail(peer.toLowerCase());
+    const response = await registerThrough(peer, email);
+
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect((await storedUser(email))?.isVerified).toBe(0);
+    const failure = logs.find((line) => line.event === "verification_mail_failed");
+    expect(failure).toMatchObject({ level: "error", errorName: "SmtpError" });
+    expect(String(failure!.errorMessage)).toMatch(reason);
+    // The log line never carries the code or the password.
+    const code = (await storedUser(email))!.verificationToken!;
+    expect(JSON.stringify(logs)).not.toContain(code);
+    expect(JSON.stringify(logs)).not.toContain(PASSWORD);
+  });
+
+  it("keeps serving other requests after a server hung up mid-conversation", async () => {
+    await registerThrough("closeAfterGreeting", randomEmail());
+    await registerThrough("closeAfterEhlo", randomEmail());
+    const response = await call("GET", "/notes");
+    expect(response.status).toBe(200);
+  });
+
+  it("counts the mail as sent when the server hangs up instead of answering QUIT", async () => {
+    const logs = captureLogs();
+    const response = await registerThrough("closeOnQuit", randomEmail());
+    expect(response.status).toBe(201);
+    expect(logs.map((line) => line.event)).toContain("verification_mail_sent");
+    expect(logs.map((line) => line.event)).not.toContain("verification_mail_failed");
+  });
+
+  it.each([
+    ["MAIL_EMAIL", { MAIL_EMAIL: undefined }],
+    ["MAIL_APP_PASSWORD", { MAIL_APP_PASSWORD: "" }],
+  ])("opens no SMTP connection without %s, logs it and still answers 201", async (_name, missing) => {
+    const logs = captureLogs();
+    const before = (await smtpConnections()).tripwire ?? 0;
+    const email = randomEmail();
+    const response = await callWithEnv({ ...missing, SMTP_PORT: smtpPort("tripwire") }, "POST", "/auth/register", {
+      email,
+      password: PASSWORD,
+    });
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect((await smtpConnections()).tripwire ?? 0).toBe(before);
+    expect(await mailsTo(email)).toEqual([]);
+    expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+});
