@@ -35,7 +35,7 @@ export default defineConfig(async () => {
       globalSetup: ["./test/global-setup.ts"],
       setupFiles: ["./test/apply-migrations.ts"],
       // The app logs one JSON line per event; show them only for failing tests.
-      silent: "passed-only",
+      silent: "passed-only" as const,
     },
   };
 });
