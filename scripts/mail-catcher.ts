@@ -1,0 +1,105 @@
+/**
+ * A local SMTP server for development: accepts every message and prints it to the terminal, so the
+ * verification code can be read without a real mail account. Used by scripts/dev.ts; can also run
+ * on its own: `node scripts/mail-catcher.ts [port] [host]`.
+ */
+import PostalMime from "postal-mime";
+import { SMTPServer } from "smtp-server";
+
+export interface MailCatcher {
+  close(): Promise<void>;
+}
+
+type Address = { name: string; address?: string; group?: Address[] };
+
+function formatAddresses(list: Address[] | Address | undefined): string {
+  const all = (Array.isArray(list) ? list : list ? [list] : []).flatMap((a) => (a.group ? a.group : [a]));
+  return all.map((a) => (a.name ? `${a.name} <${a.address ?? ""}>` : (a.address ?? ""))).join(", ") || "(none)";
+}
+
+/** Frames `lines` so they stand out among wrangler's own output. */
+function framed(lines: string[]): string {
+  const width = Math.max(...lines.map((l) => l.length));
+  const bar = "─".repeat(width + 2);
+  return [`┌${bar}┐`, ...lines.map((l) => `│ ${l.padEnd(width)} │`), `└${bar}┘`].join("\n");
+}
+
+async function printMessage(raw: Buffer, envelopeTo: string[]): Promise<void> {
+  // The message is MIME (multipart, quoted-printable) as built by worker-mailer: decode it.
+  const mail = await PostalMime.parse(raw);
+  const text = (mail.text ?? "(no text part)").trim();
+  const code = /\b\d{6}\b/.exec(text)?.[0];
+  const lines = [
+    `From:    ${formatAddresses(mail.from as Address | undefined)}`,
+    `To:      ${formatAddresses(mail.to as Address[] | undefined)}${mail.to ? "" : ` (envelope: ${envelopeTo.join(", ")})`}`,
+    `Subject: ${mail.subject ?? "(none)"}`,
+    "",
+    ...text.split(/\r?\n/),
+  ];
+  if (code) lines.push("", `>>> CODE: ${code} <<<`);
+  console.log(`\n[mail-catcher] message received\n${framed(lines)}\n`);
+}
+
+/**
+ * Listens on host:port. Resolves to null (after a one-line warning) when the port cannot be bound,
+ * because a missing catcher must not stop the worker from starting.
+ */
+export async function startMailCatcher(host: string, port: number): Promise<MailCatcher | null> {
+  const server = new SMTPServer({
+    name: "mail-catcher.local",
+    banner: "dev mail catcher",
+    // Plain text only: the worker upgrades with STARTTLS when offered, and we have no certificate to offer.
+    disabledCommands: ["STARTTLS"],
+    hideSTARTTLS: true,
+    // The worker requires AUTH to be advertised; accept any credentials over the plain connection.
+    authMethods: ["PLAIN", "LOGIN"],
+    allowInsecureAuth: true,
+    logger: false,
+    onAuth(auth, _session, callback) {
+      callback(null, { user: auth.username ?? "dev" });
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        const to = session.envelope.rcptTo.map((r) => r.address);
+        printMessage(Buffer.concat(chunks), to)
+          .catch((err: unknown) => console.error(`[mail-catcher] could not parse a message: ${String(err)}`))
+          .finally(() => callback());
+      });
+    },
+  });
+
+  const listening = await new Promise<boolean>((resolve) => {
+    const onListenError = (err: NodeJS.ErrnoException) => {
+      console.warn(
+        err.code === "EADDRINUSE"
+          ? `[mail-catcher] WARNING: port ${port} on ${host} is taken, mail will not be caught; change SMTP_PORT in .dev.vars.`
+          : `[mail-catcher] WARNING: cannot listen on ${host}:${port} (${err.message}), mail will not be caught.`,
+      );
+      resolve(false);
+    };
+    server.once("error", onListenError);
+    try {
+      server.listen(port, host, () => {
+        server.off("error", onListenError);
+        resolve(true);
+      });
+    } catch (err) {
+      // A bad port (e.g. SMTP_PORT=abc) throws here instead of emitting "error".
+      onListenError(err as NodeJS.ErrnoException);
+    }
+  });
+  if (!listening) return null;
+  // Later errors (a client that misbehaves) must not crash the dev script.
+  server.on("error", (err) => console.error(`[mail-catcher] ${err.message}`));
+  console.log(`[mail-catcher] listening on ${host}:${port}; messages will be printed here.`);
+  return { close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+if (import.meta.main) {
+  const port = Number(process.argv[2] ?? 2525);
+  const host = process.argv[3] ?? "127.0.0.1";
+  const catcher = await startMailCatcher(host, port);
+  if (!catcher) process.exit(1);
+}
