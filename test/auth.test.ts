@@ -123,6 +123,7 @@ describe("POST /auth/register", () => {
     ["an e-mail without a dot in the domain", { email: "a@localhost", password: PASSWORD }, "Please provide a valid email address."],
     ["an e-mail with a line break", { email: "a@example.com\r\nRCPT TO:<x@y.z>", password: PASSWORD }, "Please provide a valid email address."],
     ["an e-mail with angle brackets", { email: "a>@example.com", password: PASSWORD }, "Please provide a valid email address."],
+    ["a lone UTF-16 surrogate in the password", '{"email":"a@example.com","password":"abcdefgh\\ud800"}', "Request body must not contain unpaired UTF-16 surrogates."],
     ["a 7-character password", { email: "a@example.com", password: "1234567" }, "Password must be at least 8 characters long."],
     ["a password over 72 bytes", { email: "a@example.com", password: "é".repeat(37) }, "Password must be at most 72 bytes long (UTF-8)."],
   ])("returns 400 plain text for %s", async (_case, body, message) => {

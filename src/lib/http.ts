@@ -28,11 +28,18 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
   const text = await c.req.text();
   if (text.trim() === "") throw badRequest("Request body must be a JSON object.");
   let value: unknown;
+  let wellFormed = true;
   try {
-    value = JSON.parse(text);
+    // JSON may escape half of a UTF-16 surrogate pair ("\ud800"); such a string is not Unicode text,
+    // D1 would store it mangled (and longer than what we checked), so the whole body is refused.
+    value = JSON.parse(text, (_key, field: unknown) => {
+      if (typeof field === "string" && !field.isWellFormed()) wellFormed = false;
+      return field;
+    });
   } catch {
     throw badRequest("Request body must be valid JSON.");
   }
+  if (!wellFormed) throw badRequest("Request body must not contain unpaired UTF-16 surrogates.");
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badRequest("Request body must be a JSON object.");
   }
