@@ -26,6 +26,8 @@ export default defineConfig(async () => {
               JWT_SECRET_KEY: "test-secret-0123456789abcdef0123456789",
               // Low cost keeps the suite fast; production reads BCRYPT_COST (default 10).
               BCRYPT_COST: "4",
+              // The per-client limiter is tested on its own (test/security.test.ts) with RATE_LIMITS on.
+              RATE_LIMITS: "off",
             },
           },
         };

@@ -18,6 +18,10 @@ export interface Config {
   jwtSecret: string | undefined;
   /** Undefined when MAIL_EMAIL or MAIL_APP_PASSWORD is missing: no mail is sent. */
   smtp: SmtpConfig | undefined;
+  /** false only with RATE_LIMITS=off: the per-client limiter is skipped (load tests, never production). */
+  clientRateLimits: boolean;
+  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
+  corsOrigins: string[];
 }
 
 export const APP_NAME = "Notes API";
@@ -47,6 +51,11 @@ export function readConfig(env: Bindings): Config {
   return {
     bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
+    clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
+    corsOrigins: (env.CORS_ORIGINS ?? "")
+      .split(",")
+      .map((origin) => origin.trim())
+      .filter((origin) => origin !== ""),
     smtp:
       mailEmail && mailPassword
         ? {

@@ -13,25 +13,30 @@ export function randomEmail(prefix = "user"): string {
   return `${prefix}-${crypto.randomUUID()}@example.com`;
 }
 
-/** A request through the deployed app's own fetch handler, as a client would send it. */
-export function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  const init: RequestInit = { method, headers: { ...headers } };
+function buildRequest(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Request {
+  const init: RequestInit & { headers: Record<string, string> } = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = typeof body === "string" ? body : JSON.stringify(body);
-    (init.headers as Record<string, string>)["Content-Type"] ??= "application/json";
+    init.headers["Content-Type"] ??= "application/json";
   }
-  return exports.default.fetch(new Request(`${BASE}${path}`, init));
+  return new Request(`${BASE}${path}`, init);
+}
+
+/** A request through the deployed app's own fetch handler, as a client would send it. */
+export function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return exports.default.fetch(buildRequest(method, path, body, headers));
 }
 
 /** The same app with some bindings replaced: another SMTP peer, a missing secret, a broken database. */
-export async function callWithEnv(overrides: Partial<Bindings>, method: string, path: string, body?: unknown): Promise<Response> {
-  const request = new Request(`${BASE}${path}`, {
-    method,
-    headers: { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+export async function callWithEnv(
+  overrides: Partial<Bindings>,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await worker.fetch(request, { ...env, ...overrides } as Bindings, ctx);
+  const response = await worker.fetch(buildRequest(method, path, body, headers), { ...env, ...overrides } as Bindings, ctx);
   await waitOnExecutionContext(ctx);
   return response;
 }

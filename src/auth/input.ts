@@ -36,6 +36,13 @@ export function readVerification(body: Record<string, unknown>): { email: string
   return { email: normalizeEmail(email), token: token.trim() };
 }
 
+/** `email` of a resend body. */
+export function readEmail(body: Record<string, unknown>): string {
+  if (isBlank(body.email)) throw badRequest(AuthMessage.emailRequired);
+  if (typeof body.email !== "string") throw badRequest(AuthMessage.emailString);
+  return normalizeEmail(body.email);
+}
+
 /** The checks a new account must pass; login takes any credentials and answers 401 when they fail. */
 export function checkNewAccount(email: string, password: string): void {
   if (email.length > MAX_EMAIL_LENGTH || !PLAUSIBLE_EMAIL.test(email)) throw badRequest(AuthMessage.invalidEmail);

@@ -15,5 +15,13 @@ export const AuthMessage = {
   invalidEmail: "Please provide a valid email address.",
   passwordTooShort: "Password must be at least 8 characters long.",
   passwordTooLong: "Password must be at most 72 bytes long (UTF-8).",
+  resendAccepted: "If this email belongs to an unverified account, a verification code has been sent.",
+  emailRequired: "Email is required.",
+  emailString: "Email must be a string.",
+  mailThrottled: "Please wait before requesting another verification code.",
+  verifyThrottled: "Too many failed verification attempts. Please try again later.",
+  loginLocked: "Too many failed login attempts. Please try again later.",
+  clientThrottled: "Too many requests. Please slow down.",
+  bodyTooLarge: "Request body is too large (limit 16 KiB).",
   internalError: "Internal server error.",
 } as const;

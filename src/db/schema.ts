@@ -12,6 +12,24 @@ export const users = sqliteTable("users", {
   tokenExpiry: integer("tokenExpiry"),
   // Wrong codes against the current code; at MAX_CODE_ATTEMPTS the code is void.
   failedCodeAttempts: integer("failedCodeAttempts").notNull().default(0),
+  // Verification mails (registration and resends): the last one, and a fixed one-hour window.
+  lastMailAt: integer("lastMailAt").notNull().default(0),
+  mailWindowStart: integer("mailWindowStart").notNull().default(0),
+  mailsInWindow: integer("mailsInWindow").notNull().default(0),
+  // Failed verifications across codes, in a fixed one-hour window.
+  verifyWindowStart: integer("verifyWindowStart").notNull().default(0),
+  verifyFailures: integer("verifyFailures").notNull().default(0),
+});
+
+/**
+ * Consecutive failed logins per e-mail address, registered or not: unknown addresses are counted and
+ * locked like real ones, so the answers do not tell which addresses have accounts. A successful login
+ * deletes the row.
+ */
+export const loginFailures = sqliteTable("login_failures", {
+  email: text("email").primaryKey(),
+  failures: integer("failures").notNull().default(0),
+  lockedUntil: integer("lockedUntil").notNull().default(0),
 });
 
 export const notes = sqliteTable("notes", {

@@ -28,3 +28,20 @@ export function codesMatch(submitted: string, stored: string): boolean {
   if (a.byteLength !== b.byteLength) return false;
   return crypto.subtle.timingSafeEqual(a, b);
 }
+
+/** The parts of an account that decide whether its current code can still be used. */
+export interface CodeState {
+  verificationToken: string | null;
+  tokenExpiry: number | null;
+  failedCodeAttempts: number;
+}
+
+/** A code that exists, has not expired and has not been voided by wrong guesses. */
+export function codeUsable(state: CodeState, now: number): state is CodeState & { verificationToken: string } {
+  return (
+    state.verificationToken !== null &&
+    state.tokenExpiry !== null &&
+    state.tokenExpiry > now &&
+    state.failedCodeAttempts < MAX_CODE_ATTEMPTS
+  );
+}

@@ -45,3 +45,9 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
   }
   return value as Record<string, unknown>;
 }
+
+/** A 429 in the area's format with `Retry-After` in whole seconds (at least 1). */
+export function tooManyRequests(c: Context, waitMs: number, message: string): Response {
+  c.header("Retry-After", String(Math.max(1, Math.ceil(waitMs / 1000))));
+  return errorResponse(c, 429, message);
+}

@@ -38,3 +38,10 @@ export function describeError(err: unknown): { errorName: string; errorMessage: 
   if (err instanceof Error) return { errorName: err.name, errorMessage: err.message.slice(0, 300) };
   return { errorName: "NonError", errorMessage: "a non-Error value was thrown" };
 }
+
+/** An e-mail address as it may appear in a log line: first character and domain, `a***@example.com`. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf("@");
+  if (at < 1) return "***";
+  return `${email[0]}***${email.slice(at)}`;
+}

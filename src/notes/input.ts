@@ -14,6 +14,8 @@ export const NoteMessage = {
   contentNotString: "content must be a string",
   titleEmpty: "title must not be empty",
   titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
+  bodyTooLarge: "Request body is too large (limit 1 MiB)",
+  clientThrottled: "Too many requests",
   internalError: "Internal server error",
 } as const;
 
