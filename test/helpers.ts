@@ -89,6 +89,11 @@ export interface StoredUser {
   verificationToken: string | null;
   tokenExpiry: number | null;
   failedCodeAttempts: number;
+  lastMailAt: number;
+  mailWindowStart: number;
+  mailsInWindow: number;
+  verifyWindowStart: number;
+  verifyFailures: number;
 }
 
 /** The row as D1 holds it, read with plain SQL rather than through the app. */
