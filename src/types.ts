@@ -3,14 +3,12 @@ import type * as schema from "./db/schema";
 import type { Config } from "./config";
 import type { Logger } from "./lib/log";
 
-/** Bindings from wrangler.toml (generated into worker-configuration.d.ts) plus the secrets and optional vars. */
-export type Bindings = Env & {
-  MAIL_EMAIL?: string;
-  MAIL_APP_PASSWORD?: string;
-  JWT_SECRET_KEY?: string;
-  /** Whole budget for one SMTP conversation, in milliseconds (default 10000). */
-  SMTP_TIMEOUT_MS?: string;
-};
+/**
+ * Bindings, vars and secrets as wrangler.toml declares them (generated into worker-configuration.d.ts).
+ * A secret can still be unset at run time (tests, `wrangler dev` without `.dev.vars`): config.ts treats
+ * an empty or missing value as unset.
+ */
+export type Bindings = Env;
 
 export type Database = DrizzleD1Database<typeof schema>;
 
