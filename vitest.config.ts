@@ -11,8 +11,10 @@ export default defineConfig(async () => {
         return {
           wrangler: { configPath: "./wrangler.toml" },
           miniflare: {
-            // A second, never-migrated database: a real D1 whose tables are missing.
-            d1Databases: { EMPTY_DB: "empty-db" },
+            // A second, never-migrated database: a real D1 whose tables are missing. A third, LIST_DB,
+            // belongs to test/notes-list.test.ts alone: it holds an exact set of notes and loses its
+            // table mid-response, which the shared DB cannot do without disturbing other tests.
+            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db" },
             bindings: {
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,

@@ -1,9 +1,10 @@
-import { asc, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { notes, type Note } from "../db/schema";
 import { methodNotAllowed, readJsonObject } from "../lib/http";
 import type { AppEnv } from "../types";
 import { NoteMessage, parseNoteId, readNoteChanges, readNewNote } from "./input";
+import { streamNotes } from "./list";
 
 /** The JSON shape of a note, as the spec names its fields. */
 function toJson(note: Note) {
@@ -12,8 +13,9 @@ function toJson(note: Note) {
 
 export const notesApp = new Hono<AppEnv>()
   .get("/", async (c) => {
-    const rows = await c.var.db.select().from(notes).orderBy(asc(notes.id));
-    return c.json(rows.map(toJson), 200);
+    // Streamed in keyset-paged chunks (see list.ts); a failure of the first chunk still reaches onError.
+    const body = await streamNotes(c.var.db, c.var.log, toJson);
+    return c.body(body, 200, { "Content-Type": "application/json" });
   })
   .post("/", async (c) => {
     const fields = readNewNote(await readJsonObject(c));
