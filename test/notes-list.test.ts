@@ -1,7 +1,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { LIST_ABORTED, LIST_CHUNK_SIZE } from "../src/notes/list";
+import { LIST_ABORTED, LIST_CHUNK_CHARS, LIST_CHUNK_SIZE } from "../src/notes/list";
 import { call, callWithEnv, JSON_TYPE } from "./helpers";
 
 /** A note as the API renders it. */
@@ -235,6 +235,21 @@ describe("GET /notes on a database of its own", () => {
     expect(pieces[0]!.startsWith("[")).toBe(true);
     expect(pieces[1]!.startsWith(",")).toBe(true);
     expect(pieces[2]).toBe(`,${JSON.stringify(expected.at(-1))}]`);
+    expect(JSON.parse(pieces.join(""))).toEqual(expected);
+  });
+
+  it("cuts chunks by size too: large notes go a few per chunk, the list stays exact", async () => {
+    const mark = marker("large");
+    // Each note is a quarter of the size budget, so a chunk holds four or five of them, not 500.
+    const big = (i: number) => String(i % 10).repeat(LIST_CHUNK_CHARS / 4);
+    const rows = seeds(mark, 12, big);
+    await seedOneByOne(db(), rows);
+    const expected = await expectedNotes(db(), mark, rows);
+
+    const pieces = await readPieces(await list());
+    expect(pieces.length).toBeGreaterThanOrEqual(3);
+    expect(pieces.length).toBeLessThanOrEqual(4);
+    for (const piece of pieces) expect(piece.length).toBeLessThan(LIST_CHUNK_CHARS * 1.5);
     expect(JSON.parse(pieces.join(""))).toEqual(expected);
   });
 

@@ -1,25 +1,47 @@
-import { asc, gt } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { notes, type Note } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { Database } from "../types";
 
 /**
- * Notes per D1 query when listing. At about 1 KiB a note, a chunk is about 0.5 MB of JSON: the Worker
- * holds one chunk's rows, JSON and bytes at a time (a few MB, far below the 128 MB limit), and 100,000
- * notes take 200 round trips, so D1 latency rather than memory sets the time of a long list. The bound
- * is per chunk, so it grows with note size: 500 notes near the 1 MiB request-body limit would be
- * hundreds of MB; only a byte budget per chunk, not a smaller count, would bound that case too.
+ * Notes per D1 query when listing. At about 1 KiB a note, a chunk is about 0.5 MB of JSON: 100,000 notes
+ * take 200 round trips, so D1 latency rather than memory sets the time of a long list.
  */
 export const LIST_CHUNK_SIZE = 500;
+/**
+ * ...and at most about this many characters of title and content per chunk (one note more at most), so
+ * large notes (up to the 1 MiB body limit each) cannot make a chunk of hundreds of MB. The Worker holds
+ * one chunk's rows, JSON and bytes at a time: a few tens of MB at worst, well under its 128 MB.
+ */
+export const LIST_CHUNK_CHARS = 4_000_000;
 
-/** The notes after `after` (from the first when undefined), by id ascending: one D1 round trip. */
-function fetchChunk(db: Database, after: number | undefined): Promise<Note[]> {
-  return db
-    .select()
-    .from(notes)
-    .where(after === undefined ? undefined : gt(notes.id, after))
-    .orderBy(asc(notes.id))
-    .limit(LIST_CHUNK_SIZE);
+interface ChunkRow {
+  id: number;
+  title: string;
+  content: string;
+  created_at: number;
+  /** Characters of title and content up to and including this row, within the chunk. */
+  running: number;
+}
+
+/**
+ * The notes after `after` by id ascending, at most LIST_CHUNK_SIZE of them and no more than start within
+ * LIST_CHUNK_CHARS: one D1 round trip. `more` is false once the table has nothing after the last row.
+ */
+async function fetchChunk(db: Database, after: number): Promise<{ rows: Note[]; more: boolean }> {
+  const rows = await db.all<ChunkRow>(sql`
+    SELECT id, title, content, created_at, running FROM (
+      SELECT *, SUM(length(title) + length(content)) OVER (ORDER BY id) AS running
+      FROM (SELECT * FROM ${notes} WHERE id > ${after} ORDER BY id LIMIT ${LIST_CHUNK_SIZE})
+    )
+    WHERE running - (length(title) + length(content)) < ${LIST_CHUNK_CHARS}
+    ORDER BY id`);
+  const last = rows.at(-1);
+  return {
+    rows: rows.map((row) => ({ id: row.id, title: row.title, content: row.content, createdAt: new Date(row.created_at) })),
+    // Short of the count and of the size budget: the table ran out.
+    more: rows.length === LIST_CHUNK_SIZE || (last !== undefined && last.running >= LIST_CHUNK_CHARS),
+  };
 }
 
 /** The reason the body stream fails with when a later chunk fails. */
@@ -46,10 +68,10 @@ function encodeChunk(rows: Note[], render: (note: Note) => unknown, isFirst: boo
  */
 export async function streamNotes(db: Database, log: Logger, render: (note: Note) => unknown): Promise<ReadableStream<Uint8Array>> {
   // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its rows.
-  const firstRows = await fetchChunk(db, undefined);
-  const complete = firstRows.length < LIST_CHUNK_SIZE;
-  let lastId = firstRows.at(-1)?.id;
-  let head: Uint8Array | undefined = encodeChunk(firstRows, render, true, complete);
+  const first = await fetchChunk(db, Number.MIN_SAFE_INTEGER);
+  const complete = !first.more;
+  let lastId = first.rows.at(-1)?.id ?? Number.MIN_SAFE_INTEGER;
+  let head: Uint8Array | undefined = encodeChunk(first.rows, render, true, complete);
   let cancelled = false;
 
   // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
@@ -62,10 +84,10 @@ export async function streamNotes(db: Database, log: Logger, render: (note: Note
     },
     async pull(controller) {
       try {
-        const rows = await fetchChunk(db, lastId);
+        const { rows, more } = await fetchChunk(db, lastId);
         if (cancelled) return;
         lastId = rows.at(-1)?.id ?? lastId;
-        const isLast = rows.length < LIST_CHUNK_SIZE;
+        const isLast = !more;
         controller.enqueue(encodeChunk(rows, render, false, isLast));
         if (isLast) controller.close();
       } catch (err) {
