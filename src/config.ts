@@ -20,6 +20,8 @@ export interface Config {
   smtp: SmtpConfig | undefined;
   /** false only with RATE_LIMITS=off: the per-client limiter is skipped (load tests, never production). */
   clientRateLimits: boolean;
+  /** "required": the notes area needs a login token and shows each user only their own notes. */
+  notesAuth: "off" | "required";
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
 }
@@ -40,6 +42,12 @@ function intSetting(name: string, raw: string | undefined, fallback: number, min
   return value;
 }
 
+function choice<T extends string>(name: string, raw: string | undefined, allowed: readonly T[], fallback: T): T {
+  const value = nonEmpty(raw)?.toLowerCase() ?? fallback;
+  if (!allowed.includes(value as T)) throw new ConfigError(`${name} must be one of: ${allowed.join(", ")}`);
+  return value as T;
+}
+
 function nonEmpty(raw: string | undefined): string | undefined {
   return raw === undefined || raw.trim() === "" ? undefined : raw.trim();
 }
@@ -51,6 +59,7 @@ export function readConfig(env: Bindings): Config {
   return {
     bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
+    notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")

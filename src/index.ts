@@ -10,7 +10,7 @@ import * as schema from "./db/schema";
 import { clientRateLimit, corsPolicy, limitBody } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
-import { NoteMessage } from "./notes/input";
+import { NoteMessage } from "./notes/schemas";
 import { notesApp } from "./notes/routes";
 import type { AppEnv } from "./types";
 

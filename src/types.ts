@@ -20,5 +20,7 @@ export type AppEnv = {
     config: Config;
     requestId: string;
     log: Logger;
+    /** The caller's user id when NOTES_AUTH=required; undefined while notes are public. */
+    owner?: number;
   };
 };

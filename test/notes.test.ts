@@ -34,7 +34,7 @@ async function createNote(title = marker("title"), content = marker("content")):
 }
 
 async function storedNote(id: number): Promise<StoredNote | null> {
-  return env.DB.prepare("SELECT * FROM notes WHERE id = ?").bind(id).first<StoredNote>();
+  return env.DB.prepare("SELECT id, title, content, created_at FROM notes WHERE id = ?").bind(id).first<StoredNote>();
 }
 
 /** How many stored notes carry `text` as their title or content. */

@@ -3,13 +3,13 @@ import { Hono } from "hono";
 import { ConfigError } from "../config";
 import { loginFailures, users } from "../db/schema";
 import { CODE_TTL_MS, codeUsable, codesMatch, generateVerificationCode, MAX_CODE_ATTEMPTS } from "../lib/codes";
-import { methodNotAllowed, readJsonObject, tooManyRequests } from "../lib/http";
+import { methodNotAllowed, tooManyRequests } from "../lib/http";
 import { signLoginToken } from "../lib/jwt";
 import { maskEmail } from "../lib/log";
 import { sendVerificationEmail } from "../lib/mail";
 import { hashPassword, verifyPassword } from "../lib/password";
+import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { checkNewAccount, readCredentials, readEmail, readVerification } from "./input";
 import {
   bumpWindowSql,
   LOGIN_FAILURES_BEFORE_LOCK,
@@ -21,11 +21,11 @@ import {
   windowWait,
 } from "./limits";
 import { AuthMessage } from "./messages";
+import { LoginBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "./schemas";
 
 export const auth = new Hono<AppEnv>()
-  .post("/register", async (c) => {
-    const { email, password } = readCredentials(await readJsonObject(c));
-    checkNewAccount(email, password);
+  .post("/register", jsonBody(RegisterBody), async (c) => {
+    const { email, password } = c.req.valid("json");
     const { config, db, log } = c.var;
 
     const now = Date.now();
@@ -54,8 +54,8 @@ export const auth = new Hono<AppEnv>()
   })
   .all("/register", methodNotAllowed("POST"))
 
-  .post("/resend-verification", async (c) => {
-    const email = readEmail(await readJsonObject(c));
+  .post("/resend-verification", jsonBody(ResendVerificationBody), async (c) => {
+    const { email } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
 
@@ -94,8 +94,8 @@ export const auth = new Hono<AppEnv>()
   })
   .all("/resend-verification", methodNotAllowed("POST"))
 
-  .post("/verify-email", async (c) => {
-    const { email, token } = readVerification(await readJsonObject(c));
+  .post("/verify-email", jsonBody(VerifyEmailBody), async (c) => {
+    const { email, token } = c.req.valid("json");
     const { db, log } = c.var;
     const now = Date.now();
 
@@ -143,8 +143,8 @@ export const auth = new Hono<AppEnv>()
   })
   .all("/verify-email", methodNotAllowed("POST"))
 
-  .post("/login", async (c) => {
-    const { email, password } = readCredentials(await readJsonObject(c));
+  .post("/login", jsonBody(LoginBody), async (c) => {
+    const { email, password } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
 

@@ -1,4 +1,4 @@
-import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable("users", {
   // INTEGER PRIMARY KEY without AUTOINCREMENT: SQLite hands out max(id) + 1, and users are never
@@ -38,7 +38,9 @@ export const notes = sqliteTable("notes", {
   title: text("title").notNull(),
   content: text("content").notNull(),
   createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
-});
+  // The author, when NOTES_AUTH=required; null for notes created while notes were public.
+  userId: integer("user_id").references(() => users.id),
+}, (table) => [index("notes_user_id_id").on(table.userId, table.id)]);
 
 export type User = typeof users.$inferSelect;
 export type Note = typeof notes.$inferSelect;

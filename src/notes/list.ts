@@ -1,7 +1,8 @@
-import { sql } from "drizzle-orm";
+import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
 import { notes, type Note } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { Database } from "../types";
+import { noteJson } from "./schemas";
 
 /**
  * Notes per D1 query when listing. At about 1 KiB a note, a chunk is about 0.5 MB of JSON: 100,000 notes
@@ -20,6 +21,7 @@ interface ChunkRow {
   title: string;
   content: string;
   created_at: number;
+  user_id: number | null;
   /** Characters of title and content up to and including this row, within the chunk. */
   running: number;
 }
@@ -28,20 +30,32 @@ interface ChunkRow {
  * The notes after `after` by id ascending, at most LIST_CHUNK_SIZE of them and no more than start within
  * LIST_CHUNK_CHARS: one D1 round trip. `more` is false once the table has nothing after the last row.
  */
-async function fetchChunk(db: Database, after: number): Promise<{ rows: Note[]; more: boolean }> {
+async function fetchChunk(db: Database, owner: number | undefined, after: number): Promise<{ rows: Note[]; more: boolean }> {
+  const ofOwner = owner === undefined ? sql`` : sql`AND user_id = ${owner}`;
   const rows = await db.all<ChunkRow>(sql`
-    SELECT id, title, content, created_at, running FROM (
+    SELECT id, title, content, created_at, user_id, running FROM (
       SELECT *, SUM(length(title) + length(content)) OVER (ORDER BY id) AS running
-      FROM (SELECT * FROM ${notes} WHERE id > ${after} ORDER BY id LIMIT ${LIST_CHUNK_SIZE})
+      FROM (SELECT * FROM ${notes} WHERE id > ${after} ${ofOwner} ORDER BY id LIMIT ${LIST_CHUNK_SIZE})
     )
     WHERE running - (length(title) + length(content)) < ${LIST_CHUNK_CHARS}
     ORDER BY id`);
   const last = rows.at(-1);
   return {
-    rows: rows.map((row) => ({ id: row.id, title: row.title, content: row.content, createdAt: new Date(row.created_at) })),
+    rows: rows.map((row) => ({
+      id: row.id,
+      title: row.title,
+      content: row.content,
+      createdAt: new Date(row.created_at),
+      userId: row.user_id,
+    })),
     // Short of the count and of the size budget: the table ran out.
     more: rows.length === LIST_CHUNK_SIZE || (last !== undefined && last.running >= LIST_CHUNK_CHARS),
   };
+}
+
+/** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
+export function ownedBy(owner: number | undefined): SQL | undefined {
+  return owner === undefined ? undefined : eq(notes.userId, owner);
 }
 
 /** The reason the body stream fails with when a later chunk fails. */
@@ -50,8 +64,8 @@ export const LIST_ABORTED = "Listing notes failed after the response had started
 const encoder = new TextEncoder();
 
 /** One piece of the JSON array: `[` before the first page, `,` between notes and pages, `]` after the last. */
-function encodeChunk(rows: Note[], render: (note: Note) => unknown, isFirst: boolean, isLast: boolean): Uint8Array {
-  const items = rows.map((note) => JSON.stringify(render(note))).join(",");
+function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): Uint8Array {
+  const items = rows.map((note) => JSON.stringify(noteJson(note))).join(",");
   const separator = isFirst ? "[" : items === "" ? "" : ",";
   return encoder.encode(separator + items + (isLast ? "]" : ""));
 }
@@ -66,12 +80,12 @@ function encodeChunk(rows: Note[], render: (note: Note) => unknown, isFirst: boo
  * stream is aborted: the client sees a broken response, never a truncated array that parses.
  * A list shorter than one chunk costs exactly one query.
  */
-export async function streamNotes(db: Database, log: Logger, render: (note: Note) => unknown): Promise<ReadableStream<Uint8Array>> {
+export async function streamNotes(db: Database, log: Logger, owner: number | undefined): Promise<ReadableStream<Uint8Array>> {
   // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its rows.
-  const first = await fetchChunk(db, Number.MIN_SAFE_INTEGER);
+  const first = await fetchChunk(db, owner, Number.MIN_SAFE_INTEGER);
   const complete = !first.more;
   let lastId = first.rows.at(-1)?.id ?? Number.MIN_SAFE_INTEGER;
-  let head: Uint8Array | undefined = encodeChunk(first.rows, render, true, complete);
+  let head: Uint8Array | undefined = encodeChunk(first.rows, true, complete);
   let cancelled = false;
 
   // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
@@ -84,11 +98,11 @@ export async function streamNotes(db: Database, log: Logger, render: (note: Note
     },
     async pull(controller) {
       try {
-        const { rows, more } = await fetchChunk(db, lastId);
+        const { rows, more } = await fetchChunk(db, owner, lastId);
         if (cancelled) return;
         lastId = rows.at(-1)?.id ?? lastId;
         const isLast = !more;
-        controller.enqueue(encodeChunk(rows, render, false, isLast));
+        controller.enqueue(encodeChunk(rows, false, isLast));
         if (isLast) controller.close();
       } catch (err) {
         if (cancelled) return;
@@ -102,4 +116,23 @@ export async function streamNotes(db: Database, log: Logger, render: (note: Note
       cancelled = true;
     },
   });
+}
+
+/**
+ * One page of `limit` notes after `after` (a whole-list answer when `after` is undefined), by id: one
+ * query for `limit + 1` rows, the extra one only telling whether a next page exists.
+ */
+export async function listPage(
+  db: Database,
+  owner: number | undefined,
+  limit: number,
+  after: number | undefined,
+): Promise<{ notes: Note[]; hasMore: boolean }> {
+  const rows = await db
+    .select()
+    .from(notes)
+    .where(and(ownedBy(owner), after === undefined ? undefined : gt(notes.id, after)))
+    .orderBy(asc(notes.id))
+    .limit(limit + 1);
+  return { notes: rows.slice(0, limit), hasMore: rows.length > limit };
 }

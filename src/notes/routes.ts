@@ -1,52 +1,62 @@
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { notes, type Note } from "../db/schema";
-import { methodNotAllowed, readJsonObject } from "../lib/http";
+import { notes } from "../db/schema";
+import { methodNotAllowed } from "../lib/http";
+import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { NoteMessage, parseNoteId, readNoteChanges, readNewNote } from "./input";
-import { streamNotes } from "./list";
+import { listPage, ownedBy, streamNotes } from "./list";
+import { requireNotesAuth } from "./owner";
+import { CreateNoteBody, ListQuery, NoteMessage, noteJson, parseNoteId, UpdateNoteBody } from "./schemas";
 
-/** The JSON shape of a note, as the spec names its fields. */
-function toJson(note: Note) {
-  return { id: note.id, title: note.title, content: note.content, created_at: note.createdAt.toISOString() };
-}
+/** The note with this id, of the caller when notes are private: someone else's note is not found. */
+const thisNote = (id: number, owner: number | undefined) => and(eq(notes.id, id), ownedBy(owner));
 
 export const notesApp = new Hono<AppEnv>()
-  .get("/", async (c) => {
-    // Streamed in keyset-paged chunks (see list.ts); a failure of the first chunk still reaches onError.
-    const body = await streamNotes(c.var.db, c.var.log, toJson);
-    return c.body(body, 200, { "Content-Type": "application/json" });
+  .use(requireNotesAuth)
+  .get("/", queryParams(ListQuery), async (c) => {
+    const { limit, after } = c.req.valid("query");
+    const { db, log, owner } = c.var;
+    if (limit === undefined) {
+      // The whole list, streamed in keyset-paged chunks (see list.ts); a failure of the first chunk
+      // still reaches onError.
+      return c.body(await streamNotes(db, log, owner), 200, { "Content-Type": "application/json" });
+    }
+    const page = await listPage(db, owner, limit, after);
+    const last = page.notes.at(-1);
+    if (page.hasMore && last) c.header("Link", `</notes?limit=${limit}&after=${last.id}>; rel="next"`);
+    return c.json(page.notes.map(noteJson), 200);
   })
-  .post("/", async (c) => {
-    const fields = readNewNote(await readJsonObject(c));
+  .post("/", jsonBody(CreateNoteBody), async (c) => {
+    const { title, content } = c.req.valid("json");
     const [note] = await c.var.db
       .insert(notes)
-      .values({ ...fields, createdAt: new Date() })
+      .values({ title, content, createdAt: new Date(), userId: c.var.owner ?? null })
       .returning();
-    return c.json(toJson(note!), 201);
+    return c.json(noteJson(note!), 201);
   })
   .all("/", methodNotAllowed("GET, POST"))
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
   .get("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const note = await c.var.db.select().from(notes).where(eq(notes.id, id)).get();
-    return note ? c.json(toJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
+    const note = await c.var.db.select().from(notes).where(thisNote(id, c.var.owner)).get();
+    return note ? c.json(noteJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
   })
-  .patch("/:id", async (c) => {
+  .patch("/:id", jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const changes = readNoteChanges(await readJsonObject(c));
-    const { db } = c.var;
+    const { title, content } = c.req.valid("json");
+    const changes = { ...(title !== undefined && { title }), ...(content !== undefined && { content }) };
+    const { db, owner } = c.var;
     // Drizzle refuses an UPDATE with nothing to set; an empty change is a read.
     const [note] =
       Object.keys(changes).length === 0
-        ? await db.select().from(notes).where(eq(notes.id, id))
-        : await db.update(notes).set(changes).where(eq(notes.id, id)).returning();
-    return note ? c.json(toJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
+        ? await db.select().from(notes).where(thisNote(id, owner))
+        : await db.update(notes).set(changes).where(thisNote(id, owner)).returning();
+    return note ? c.json(noteJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
   })
   .delete("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const [deleted] = await c.var.db.delete(notes).where(eq(notes.id, id)).returning({ id: notes.id });
+    const [deleted] = await c.var.db.delete(notes).where(thisNote(id, c.var.owner)).returning({ id: notes.id });
     return deleted ? c.body(null, 204) : c.json({ error: NoteMessage.notFound }, 404);
   })
   .all("/:id", (c) => {

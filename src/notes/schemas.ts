@@ -1,0 +1,97 @@
+import * as v from "valibot";
+import type { Note } from "../db/schema";
+import { badRequest } from "../lib/http";
+import { body } from "../lib/validation";
+
+/** The request bodies of the notes area, and every JSON error message it answers with. */
+
+export const MAX_TITLE_CHARS = 200;
+
+export const NoteMessage = {
+  // From the spec.
+  invalidId: "Invalid note id",
+  notFound: "Note not found",
+  // Our decisions where the spec is silent (see the README).
+  titleRequired: "title is required and must be a string",
+  contentRequired: "content is required and must be a string",
+  titleNotString: "title must be a string",
+  contentNotString: "content must be a string",
+  titleEmpty: "title must not be empty",
+  titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
+  bodyTooLarge: "Request body is too large (limit 1 MiB)",
+  clientThrottled: "Too many requests",
+  unauthorized: "Unauthorized",
+  internalError: "Internal server error",
+} as const;
+
+/** A title: `typeMessage` when it is not a string, then the length rules. */
+function title(typeMessage: string) {
+  return v.pipe(
+    v.string(typeMessage),
+    v.check((text) => text.trim() !== "", NoteMessage.titleEmpty),
+    // Characters are Unicode code points, so an emoji counts once.
+    v.check((text) => [...text].length <= MAX_TITLE_CHARS, NoteMessage.titleTooLong),
+    v.description(`1 to ${MAX_TITLE_CHARS} characters (Unicode code points), not only white space.`),
+  );
+}
+
+export const CreateNoteBody = body({
+  title: title(NoteMessage.titleRequired),
+  content: v.pipe(v.string(NoteMessage.contentRequired), v.description("Any text, empty included.")),
+});
+
+/** Only the fields present change; `id`, `created_at` and unknown fields are ignored. */
+export const UpdateNoteBody = body({
+  title: v.optional(title(NoteMessage.titleNotString)),
+  content: v.optional(v.string(NoteMessage.contentNotString)),
+});
+
+const DECIMAL_INTEGER = /^-?\d+$/;
+
+/** A decimal integer within JavaScript's safe range, or undefined. */
+function safeInteger(raw: string): number | undefined {
+  const value = Number(raw);
+  return DECIMAL_INTEGER.test(raw) && Number.isSafeInteger(value) ? value : undefined;
+}
+
+/** The `{id}` path segment as a safe integer, or the spec's 400. */
+export function parseNoteId(raw: string): number {
+  const id = safeInteger(raw);
+  if (id === undefined) throw badRequest(NoteMessage.invalidId);
+  return id;
+}
+
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * `GET /notes` query: without `limit` the whole list (the spec's answer); with `limit` (1..100) one page,
+ * optionally after the id `after`.
+ */
+export const ListQuery = v.pipe(
+  v.object({
+    limit: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_PAGE_SIZE, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`),
+        v.transform(Number),
+        v.description(`Page size, 1 to ${MAX_PAGE_SIZE}. Without it the whole list is returned.`),
+      ),
+    ),
+    after: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((raw) => safeInteger(raw) !== undefined, "after must be an integer"),
+        v.transform(Number),
+        v.description("Return notes with ids greater than this (the last id of the previous page)."),
+      ),
+    ),
+  }),
+  v.check((query) => query.after === undefined || query.limit !== undefined, "after is only allowed together with limit"),
+);
+
+/** The JSON shape of a note, as the spec names its fields (the owner is never shown). */
+export function noteJson(note: Note) {
+  return { id: note.id, title: note.title, content: note.content, created_at: note.createdAt.toISOString() };
+}
+
+export type NoteJson = ReturnType<typeof noteJson>;
