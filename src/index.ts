@@ -6,6 +6,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
 import { readConfig } from "./config";
+import { docs } from "./docs/routes";
 import * as schema from "./db/schema";
 import { clientRateLimit, corsPolicy, limitBody } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
@@ -35,7 +36,8 @@ const app = new Hono<AppEnv>()
   .use("/notes/*", limitBody(1024 * KiB, NoteMessage.bodyTooLarge))
   .on(["POST", "PATCH", "DELETE"], "/notes/*", clientRateLimit((env) => env.NOTES_RATE_LIMITER, NoteMessage.clientThrottled))
   .route("/auth", auth)
-  .route("/notes", notesApp);
+  .route("/notes", notesApp)
+  .route("/", docs);
 
 app.notFound((c) => errorResponse(c, 404, isAccountsPath(c.req.path) ? "Not found." : "Not found"));
 

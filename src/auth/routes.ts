@@ -52,7 +52,6 @@ export const auth = new Hono<AppEnv>()
     await sendVerificationEmail(config.smtp, email, code, log);
     return c.text(AuthMessage.userCreated, 201);
   })
-  .all("/register", methodNotAllowed("POST"))
 
   .post("/resend-verification", jsonBody(ResendVerificationBody), async (c) => {
     const { email } = c.req.valid("json");
@@ -92,7 +91,6 @@ export const auth = new Hono<AppEnv>()
     await sendVerificationEmail(config.smtp, email, code, log);
     return c.text(AuthMessage.resendAccepted, 200);
   })
-  .all("/resend-verification", methodNotAllowed("POST"))
 
   .post("/verify-email", jsonBody(VerifyEmailBody), async (c) => {
     const { email, token } = c.req.valid("json");
@@ -141,7 +139,6 @@ export const auth = new Hono<AppEnv>()
     log.info("email_verified", { userId: user.id, email: maskEmail(email) });
     return c.text(AuthMessage.emailVerified, 200);
   })
-  .all("/verify-email", methodNotAllowed("POST"))
 
   .post("/login", jsonBody(LoginBody), async (c) => {
     const { email, password } = c.req.valid("json");
@@ -184,5 +181,10 @@ export const auth = new Hono<AppEnv>()
     if (!user.isVerified) return c.text(AuthMessage.notVerified, 403);
     if (!config.jwtSecret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot sign login tokens");
     return c.json({ token: await signLoginToken(user.id, config.jwtSecret, log) }, 200);
-  })
-  .all("/login", methodNotAllowed("POST"));
+  });
+
+// Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
+// type (and with it the typed client) lists only the methods that exist.
+for (const path of ["/register", "/resend-verification", "/verify-email", "/login"]) {
+  auth.all(path, methodNotAllowed("POST"));
+}

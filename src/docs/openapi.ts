@@ -1,0 +1,269 @@
+import { toJsonSchema } from "@valibot/to-json-schema";
+import type { GenericSchema } from "valibot";
+import { AuthMessage } from "../auth/messages";
+import { LoginBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../auth/schemas";
+import { ListQuery, MAX_PAGE_SIZE, NoteMessage, CreateNoteBody, UpdateNoteBody } from "../notes/schemas";
+
+/**
+ * The OpenAPI 3.1 document of the whole API. Request bodies and query parameters are converted from the
+ * valibot schemas that validate them; every message comes from the constants the handlers answer with.
+ * test/docs.test.ts checks that it names every route the app serves, and nothing else.
+ */
+
+type Json = Record<string, unknown>;
+
+/** A request schema as JSON Schema 2020-12 (OpenAPI 3.1's dialect); rules code cannot express are described. */
+function schemaOf(schema: GenericSchema): Json {
+  const { $schema: _dialect, ...json } = toJsonSchema(schema, { target: "draft-2020-12", typeMode: "input", errorMode: "ignore" }) as Json;
+  return json;
+}
+
+function jsonBody(schema: GenericSchema, example: Json): Json {
+  return { required: true, content: { "application/json": { schema: schemaOf(schema), example } } };
+}
+
+/** A plain-text answer of the accounts area (or a 405): the possible bodies as an enum. */
+function text(description: string, ...bodies: string[]): Json {
+  return { description, content: { "text/plain": { schema: { type: "string", enum: bodies }, example: bodies[0] } } };
+}
+
+/** A JSON error answer of the notes area. */
+function jsonError(description: string, ...messages: string[]): Json {
+  return {
+    description,
+    content: {
+      "application/json": {
+        schema: { $ref: "#/components/schemas/Error" },
+        example: { error: messages[0] },
+        ...(messages.length > 1 && { examples: Object.fromEntries(messages.map((error, i) => [`e${i}`, { value: { error } }])) }),
+      },
+    },
+  };
+}
+
+function json(description: string, schema: Json, headers?: Json): Json {
+  return { description, content: { "application/json": { schema } }, ...(headers && { headers }) };
+}
+
+const retryAfter = { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } };
+const noteRef = { $ref: "#/components/schemas/Note" };
+const badJson = ["Request body must be valid JSON.", "Request body must be a JSON object.", "Request body must not contain unpaired UTF-16 surrogates."];
+const idParameter = {
+  name: "id",
+  in: "path",
+  required: true,
+  description: "The note id, a decimal integer",
+  schema: { type: "integer" },
+};
+
+const accountErrors = {
+  "413": text("Body over 16 KiB", AuthMessage.bodyTooLarge),
+  "429": { ...text("Per-client rate limit", AuthMessage.clientThrottled), headers: retryAfter },
+  "500": text("Unexpected failure", AuthMessage.internalError),
+};
+const notesAuth = {
+  "401": { ...jsonError("Missing or invalid login token (only with NOTES_AUTH=required)", NoteMessage.unauthorized) },
+};
+const notesErrors = {
+  ...notesAuth,
+  "500": jsonError("Unexpected failure", NoteMessage.internalError),
+};
+const noteWriteErrors = {
+  "413": jsonError("Body over 1 MiB", NoteMessage.bodyTooLarge),
+  "429": { ...jsonError("Per-client rate limit", NoteMessage.clientThrottled), headers: retryAfter },
+};
+const badNoteId = jsonError("`{id}` is not an integer", NoteMessage.invalidId);
+const noteNotFound = jsonError("No such note (or, with NOTES_AUTH=required, someone else's)", NoteMessage.notFound);
+
+export function openApiDocument(): Json {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Notes API",
+      version: "1.0.0",
+      description:
+        "Account registration with e-mail verification and login (`/auth`, plain-text answers), and notes CRUD (`/notes`, JSON answers). " +
+        "Send request bodies as JSON with `Content-Type: application/json`.",
+    },
+    servers: [{ url: "/" }],
+    tags: [{ name: "accounts" }, { name: "notes" }, { name: "docs" }],
+    components: {
+      schemas: {
+        Note: {
+          type: "object",
+          required: ["id", "title", "content", "created_at"],
+          properties: {
+            id: { type: "integer" },
+            title: { type: "string", maxLength: 200 },
+            content: { type: "string" },
+            created_at: { type: "string", format: "date-time", description: "ISO 8601, set at creation" },
+          },
+        },
+        Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
+        Token: {
+          type: "object",
+          required: ["token"],
+          properties: { token: { type: "string", description: "HS256 JWT: claims id (string), iat, exp = iat + 3600" } },
+        },
+      },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The login token; needed by /notes only with NOTES_AUTH=required" },
+      },
+    },
+    paths: {
+      "/auth/register": {
+        post: {
+          tags: ["accounts"],
+          summary: "Register",
+          description: "Creates an unverified account and e-mails a 6-digit code valid for 15 minutes.",
+          requestBody: jsonBody(RegisterBody, { email: "ada@example.com", password: "correct horse battery" }),
+          responses: {
+            "201": text("Created; the code is on its way", AuthMessage.userCreated),
+            "400": text(
+              "Malformed input",
+              ...badJson,
+              AuthMessage.emailAndPasswordRequired,
+              AuthMessage.emailAndPasswordStrings,
+              AuthMessage.invalidEmail,
+              AuthMessage.passwordTooShort,
+              AuthMessage.passwordTooLong,
+            ),
+            "409": text("E-mail already registered", AuthMessage.userExists),
+            ...accountErrors,
+          },
+        },
+      },
+      "/auth/verify-email": {
+        post: {
+          tags: ["accounts"],
+          summary: "Verify the e-mail address",
+          description: "Confirms the code. Five wrong codes void it; 15 failures in an hour block verification for the hour.",
+          requestBody: jsonBody(VerifyEmailBody, { email: "ada@example.com", token: "123456" }),
+          responses: {
+            "200": text("Verified", AuthMessage.emailVerified),
+            "400": text("Missing or malformed fields", AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings, ...badJson),
+            "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidToken),
+            ...accountErrors,
+            "429": { ...text("Too many failures, or the per-client limit", AuthMessage.verifyThrottled, AuthMessage.clientThrottled), headers: retryAfter },
+          },
+        },
+      },
+      "/auth/resend-verification": {
+        post: {
+          tags: ["accounts"],
+          summary: "Send the verification code again",
+          description: "Same answer for every well-formed request; mails only an unverified account, at most once a minute and 5 times an hour.",
+          requestBody: jsonBody(ResendVerificationBody, { email: "ada@example.com" }),
+          responses: {
+            "200": text("Accepted", AuthMessage.resendAccepted),
+            "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+            ...accountErrors,
+            "429": { ...text("Mail cooldown or hourly cap, or the per-client limit", AuthMessage.mailThrottled, AuthMessage.clientThrottled), headers: retryAfter },
+          },
+        },
+      },
+      "/auth/login": {
+        post: {
+          tags: ["accounts"],
+          summary: "Log in",
+          description: "Returns a JWT valid for one hour. Ten failed logins lock the address for 15 minutes.",
+          requestBody: jsonBody(LoginBody, { email: "ada@example.com", password: "correct horse battery" }),
+          responses: {
+            "200": json("Logged in", { $ref: "#/components/schemas/Token" }),
+            "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, ...badJson),
+            "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
+            "403": text("E-mail not verified", AuthMessage.notVerified),
+            ...accountErrors,
+            "429": { ...text("Address locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
+          },
+        },
+      },
+      "/notes": {
+        get: {
+          tags: ["notes"],
+          summary: "List notes",
+          description: `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist.`,
+          security: [{}, { bearer: [] }],
+          parameters: Object.entries((schemaOf(ListQuery).properties ?? {}) as Record<string, Json>).map(([name, schema]) => ({
+            name,
+            in: "query",
+            required: false,
+            description: schema.description,
+            schema: { type: "integer" },
+          })),
+          responses: {
+            "200": json("The notes", { type: "array", items: noteRef }, { Link: { description: "The next page, when paging", schema: { type: "string" } } }),
+            "400": jsonError("Bad paging parameters", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, "after must be an integer"),
+            ...notesErrors,
+          },
+        },
+        post: {
+          tags: ["notes"],
+          summary: "Create a note",
+          security: [{}, { bearer: [] }],
+          requestBody: jsonBody(CreateNoteBody, { title: "First", content: "Hello" }),
+          responses: {
+            "201": json("Created", noteRef),
+            "400": jsonError(
+              "Malformed input",
+              NoteMessage.titleRequired,
+              NoteMessage.contentRequired,
+              NoteMessage.titleEmpty,
+              NoteMessage.titleTooLong,
+              ...badJson,
+            ),
+            ...noteWriteErrors,
+            ...notesErrors,
+          },
+        },
+      },
+      "/notes/{id}": {
+        parameters: [idParameter],
+        get: {
+          tags: ["notes"],
+          summary: "Read a note",
+          security: [{}, { bearer: [] }],
+          responses: { "200": json("The note", noteRef), "400": badNoteId, "404": noteNotFound, ...notesErrors },
+        },
+        patch: {
+          tags: ["notes"],
+          summary: "Update a note partially",
+          description: "Changes only the fields present; `{}` changes nothing and returns the note.",
+          security: [{}, { bearer: [] }],
+          requestBody: jsonBody(UpdateNoteBody, { content: "Hello again" }),
+          responses: {
+            "200": json("The note after the update", noteRef),
+            "400": jsonError(
+              "Bad id or malformed input",
+              NoteMessage.invalidId,
+              NoteMessage.titleNotString,
+              NoteMessage.contentNotString,
+              NoteMessage.titleEmpty,
+              NoteMessage.titleTooLong,
+              ...badJson,
+            ),
+            "404": noteNotFound,
+            ...noteWriteErrors,
+            ...notesErrors,
+          },
+        },
+        delete: {
+          tags: ["notes"],
+          summary: "Delete a note",
+          security: [{}, { bearer: [] }],
+          responses: { "204": { description: "Deleted" }, "400": badNoteId, "404": noteNotFound, "429": noteWriteErrors["429"], ...notesErrors },
+        },
+      },
+      "/openapi.json": {
+        get: { tags: ["docs"], summary: "This document", responses: { "200": json("OpenAPI 3.1", { type: "object" }) } },
+      },
+      "/docs": {
+        get: {
+          tags: ["docs"],
+          summary: "Interactive reference",
+          responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,11 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../types";
+import { openApiDocument } from "./openapi";
+import { DOCS_HTML } from "./page";
+
+// Built once per isolate: the document depends only on the code.
+let document: ReturnType<typeof openApiDocument> | undefined;
+
+export const docs = new Hono<AppEnv>()
+  .get("/openapi.json", (c) => c.json((document ??= openApiDocument()), 200))
+  .get("/docs", (c) => c.html(DOCS_HTML, 200));
