@@ -63,8 +63,9 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => child.kill(signal));
 }
 
-child.on("exit", async (code, signal) => {
-  // Don't let a lingering SMTP connection hold up the exit.
-  await Promise.race([catcher?.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-  process.exit(code ?? 128 + (signal ? constants.signals[signal] : 1));
+child.on("exit", (code, signal) => {
+  const exitCode = code ?? 128 + (signal ? constants.signals[signal] : 1);
+  // Don't let a lingering SMTP connection (or a failing close) hold up the exit.
+  const closed = catcher?.close().catch(() => {});
+  void Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => process.exit(exitCode));
 });

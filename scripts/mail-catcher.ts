@@ -30,8 +30,8 @@ async function printMessage(raw: Buffer, envelopeTo: string[]): Promise<void> {
   const text = (mail.text ?? "(no text part)").trim();
   const code = /\b\d{6}\b/.exec(text)?.[0];
   const lines = [
-    `From:    ${formatAddresses(mail.from as Address | undefined)}`,
-    `To:      ${formatAddresses(mail.to as Address[] | undefined)}${mail.to ? "" : ` (envelope: ${envelopeTo.join(", ")})`}`,
+    `From:    ${formatAddresses(mail.from)}`,
+    `To:      ${formatAddresses(mail.to)}${mail.to ? "" : ` (envelope: ${envelopeTo.join(", ")})`}`,
     `Subject: ${mail.subject ?? "(none)"}`,
     "",
     ...text.split(/\r?\n/),

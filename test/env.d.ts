@@ -1,9 +1,10 @@
+import type { D1Migration } from "cloudflare:test";
 import type { SmtpFixture } from "./smtp/types";
 
 declare global {
   namespace Cloudflare {
     interface Env {
-      TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+      TEST_MIGRATIONS: D1Migration[];
       SMTP: SmtpFixture;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;

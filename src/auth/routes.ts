@@ -69,7 +69,7 @@ export const auth = new Hono<AppEnv>()
     // A code still in use is sent again (a new one would void the code in a slower earlier mail);
     // a voided or expired one is replaced, with a fresh attempt count. Either way, 15 more minutes.
     const keep = codeUsable(user, now);
-    const code = keep ? user.verificationToken! : generateVerificationCode();
+    const code = keep ? user.verificationToken : generateVerificationCode();
     const next = nextWindow(window, now);
     const [claimed] = await db
       .update(users)

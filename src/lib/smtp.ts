@@ -52,6 +52,13 @@ function describe(reply: Reply): string {
   return `${reply.code} ${reply.lines.join(" ").slice(0, 200)}`.trim();
 }
 
+/** The socket's byte streams (the runtime types them loosely). */
+function streamsOf(socket: Socket): [ReadableStreamDefaultReader<Uint8Array>, WritableStreamDefaultWriter<Uint8Array>] {
+  const readable = socket.readable as ReadableStream<Uint8Array>;
+  const writable = socket.writable as WritableStream<Uint8Array>;
+  return [readable.getReader(), writable.getWriter()];
+}
+
 class SmtpConversation {
   private socket: Socket;
   private reader: ReadableStreamDefaultReader<Uint8Array>;
@@ -65,8 +72,7 @@ class SmtpConversation {
     private readonly deadline: number,
   ) {
     this.socket = socket;
-    this.reader = socket.readable.getReader();
-    this.writer = socket.writable.getWriter();
+    [this.reader, this.writer] = streamsOf(socket);
   }
 
   /** Waits for `promise` until the conversation's deadline (or `limitMs`, if sooner). */
@@ -128,12 +134,11 @@ class SmtpConversation {
   }
 
   /** Replaces the plain socket with its TLS upgrade (after the server's 220 to STARTTLS). */
-  async upgradeToTls(host: string): Promise<void> {
+  upgradeToTls(host: string): void {
     this.reader.releaseLock();
     this.writer.releaseLock();
     this.socket = this.socket.startTls({ expectedServerHostname: host });
-    this.reader = this.socket.readable.getReader();
-    this.writer = this.socket.writable.getWriter();
+    [this.reader, this.writer] = streamsOf(this.socket);
     this.buffered = "";
   }
 
@@ -183,7 +188,7 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
     let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
     if (!settings.secure && caps.has("STARTTLS")) {
       await session.command("STARTTLS", [220], "STARTTLS");
-      await session.upgradeToTls(settings.host);
+      session.upgradeToTls(settings.host);
       caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
     }
     await authenticate(session, caps, settings);

@@ -17,7 +17,7 @@ export function jsonBody<S extends ObjectSchema>(
   return async (c, next) => {
     const result = v.safeParse(schema, await readJsonObject(c), { abortEarly: true });
     if (!result.success) throw badRequest(result.issues[0].message);
-    c.req.addValidatedData("json", result.output as object);
+    c.req.addValidatedData("json", result.output);
     await next();
   };
 }
@@ -29,7 +29,7 @@ export function queryParams<S extends v.GenericSchema<Record<string, string | un
   return async (c, next) => {
     const result = v.safeParse(schema, c.req.query(), { abortEarly: true });
     if (!result.success) throw badRequest(result.issues[0].message);
-    c.req.addValidatedData("query", result.output as object);
+    c.req.addValidatedData("query", result.output);
     await next();
   };
 }

@@ -85,15 +85,15 @@ export async function streamNotes(db: Database, log: Logger, owner: number | und
   const first = await fetchChunk(db, owner, Number.MIN_SAFE_INTEGER);
   const complete = !first.more;
   let lastId = first.rows.at(-1)?.id ?? Number.MIN_SAFE_INTEGER;
-  let head: Uint8Array | undefined = encodeChunk(first.rows, true, complete);
+  let head: Uint8Array | null = encodeChunk(first.rows, true, complete);
   let cancelled = false;
 
   // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
   // (or the runtime sending the body) has taken the previous chunk, so at most one chunk waits in memory.
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      controller.enqueue(head!);
-      head = undefined;
+      if (head) controller.enqueue(head);
+      head = null;
       if (complete) controller.close();
     },
     async pull(controller) {
