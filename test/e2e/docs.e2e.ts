@@ -1,0 +1,310 @@
+/**
+ * `npm run test:e2e`: GET /docs in a real browser against a real `wrangler dev`.
+ *
+ * - Starts the worker with `wrangler dev` on a free loopback port, with its own temporary D1 (migrated
+ *   first with `wrangler d1 migrations apply DB --local`) and none of the developer's local settings:
+ *   `--env-file` points at an empty file, so `.dev.vars` is not read, and
+ *   CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV=false keeps `.env` and this shell's environment out too. The
+ *   worker sees wrangler.toml's [vars] and the `--var`s below only; mail is unconfigured.
+ * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
+ *   never downloads a browser.
+ * - Checks that every operation of /openapi.json is on the page exactly once, creates a note with the
+ *   page's own form (POST /notes, prefilled example body) and reads it back through the API and through
+ *   the page, and that the page talked to no origin but the worker's and logged no error.
+ * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+// wrangler's JS entry run with this same Node (22): the `.bin` shim would use whatever `node` is on PATH.
+const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
+const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
+const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const STARTUP_TIMEOUT_MS = 60_000;
+
+type Note = { id: number; title: string; content: string; created_at: string };
+type OpenApi = { paths: Record<string, Record<string, unknown>> };
+const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+// Everything the run creates, so `after` can undo whatever part of `before` got done.
+const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-"));
+const persistDir = join(tmp, "state");
+const userDataDir = join(tmp, "chromium-profile");
+const emptyEnvFile = join(tmp, "empty.env");
+let worker: ChildProcess | undefined;
+let workerExited: Promise<void> = Promise.resolve();
+let workerOutput = "";
+let context: BrowserContext | undefined;
+let page: Page;
+let origin = "";
+const pageRequests: string[] = [];
+const consoleErrors: string[] = [];
+
+/** A port the OS just handed out on loopback (bound to port 0, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no port from the OS");
+  return address.port;
+}
+
+/** wrangler's environment: no metrics, no colours, logs in our temp dir, no secrets from .env or process.env. */
+function wranglerEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "false",
+    WRANGLER_SEND_METRICS: "false",
+    WRANGLER_SEND_ERROR_REPORTS: "false",
+    WRANGLER_LOG_PATH: join(tmp, "wrangler-logs"),
+    NO_COLOR: "1",
+    FORCE_COLOR: "0",
+  };
+}
+
+function tail(text: string, lines = 40): string {
+  return text.trimEnd().split("\n").slice(-lines).join("\n");
+}
+
+async function startWorker(): Promise<void> {
+  writeFileSync(emptyEnvFile, "");
+  const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir], {
+    cwd: root,
+    env: wranglerEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  if (migrate.status !== 0) {
+    throw new Error(`wrangler d1 migrations apply failed (status ${migrate.status}):\n${tail(migrate.stdout + migrate.stderr)}`);
+  }
+
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  const args = [
+    wrangler, "dev",
+    "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort),
+    "--persist-to", persistDir,
+    "--env-file", emptyEnvFile,
+    "--var", "NOTES_AUTH:off",
+    "--show-interactive-dev-session=false",
+  ];
+  // Its own process group, so the whole tree (wrangler, workerd) can be stopped with one signal.
+  const child = spawn(process.execPath, args, { cwd: root, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+  worker = child;
+  workerExited = new Promise((resolve) => child.once("exit", () => resolve()));
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (workerOutput += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (workerOutput += chunk));
+
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`wrangler dev exited (${child.exitCode ?? child.signalCode}) before answering:\n${tail(workerOutput)}`);
+    }
+    try {
+      const response = await fetch(`${origin}/openapi.json`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`wrangler dev did not answer on ${origin} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${tail(workerOutput)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function stopWorker(): Promise<void> {
+  const child = worker;
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  const group = -child.pid;
+  try {
+    process.kill(group, "SIGTERM");
+  } catch {
+    return; // the group is gone already
+  }
+  const stopped = await Promise.race([workerExited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5_000))]);
+  // wrangler may exit before its workerd does; whatever is left in the group goes now.
+  try {
+    process.kill(group, stopped ? "SIGTERM" : "SIGKILL");
+  } catch {
+    // nothing left
+  }
+}
+
+/** The operation on the page whose summary shows exactly this method and path. */
+function operation(method: string, path: string): Locator {
+  const exact = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+  return page
+    .locator("details.op")
+    .filter({ has: page.locator(":scope > summary > .method", { hasText: exact(method) }) })
+    .filter({ has: page.locator(":scope > summary > .path", { hasText: exact(path) }) });
+}
+
+/** Clicks "Send request" in an open operation and returns the status and the parsed JSON it shows. */
+async function send(op: Locator): Promise<{ status: number; body: unknown; text: string }> {
+  const result = op.locator("pre.result");
+  await op.getByRole("button", { name: "Send request" }).click();
+  await result.and(page.locator("[data-status]")).waitFor();
+  const text = await result.innerText();
+  const status = Number(await result.getAttribute("data-status"));
+  // "METHOD url\nSTATUS text\nheaders…\n\nbody"
+  const body = text.slice(text.indexOf("\n\n") + 2);
+  return { status, body: JSON.parse(body), text };
+}
+
+let screenshotTaken = false;
+
+async function takeScreenshot(): Promise<void> {
+  mkdirSync(join(screenshotPath, ".."), { recursive: true });
+  await page.screenshot({ path: screenshotPath, fullPage: true });
+  screenshotTaken = true;
+}
+
+// Ctrl+C reaches this process but not wrangler, which runs in its own process group: stop it from here.
+function stopWorkerNow(): void {
+  if (worker?.pid && worker.exitCode === null && worker.signalCode === null) {
+    try {
+      process.kill(-worker.pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}
+process.once("exit", stopWorkerNow);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    stopWorkerNow();
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
+
+before(
+  async () => {
+    if (!existsSync(chromiumPath)) {
+      throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
+    }
+    await startWorker();
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: chromiumPath,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1100, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    // Every request of every page and worker in the browser context, not only the main frame's.
+    context.on("request", (request) => pageRequests.push(request.url()));
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(`${message.text()} (${message.location().url})`);
+    });
+    page.on("pageerror", (error) => consoleErrors.push(`uncaught: ${error.message}`));
+    await page.goto(`${origin}/docs`);
+    // The page sets data-ready once it has built every operation from /openapi.json.
+    await page.locator('body[data-ready="true"]').waitFor({ state: "attached" });
+  },
+  { timeout: 90_000 },
+);
+
+after(async () => {
+  try {
+    // After a failure, the page as it was then, to see what went wrong.
+    if (context && !screenshotTaken) await takeScreenshot().catch(() => {});
+    await context?.close();
+  } finally {
+    await stopWorker();
+    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+  }
+});
+
+test("the worker runs without the developer's .dev.vars, .env or shell variables", () => {
+  // wrangler names every file it takes secrets from, and lists the bindings (secrets only by name).
+  assert.doesNotMatch(workerOutput, /Using secrets defined in/);
+  assert.doesNotMatch(workerOutput, /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
+});
+
+test("every operation of /openapi.json is on /docs exactly once", async () => {
+  const spec = (await (await fetch(`${origin}/openapi.json`)).json()) as OpenApi;
+  const documented = Object.entries(spec.paths)
+    .flatMap(([path, item]) => Object.keys(item).filter((key) => HTTP_METHODS.includes(key)).map((method) => `${method.toUpperCase()} ${path}`))
+    .sort();
+  assert.ok(documented.length >= 9, `only ${documented.length} operations in /openapi.json`);
+  const shown: string[] = [];
+  for (const summary of await page.locator("details.op > summary").all()) {
+    shown.push(`${await summary.locator(".method").innerText()} ${await summary.locator(".path").innerText()}`);
+  }
+  shown.sort();
+  assert.deepEqual(shown, documented);
+});
+
+let created: Note;
+
+test("POST /notes from the page creates a note", async () => {
+  const op = operation("POST", "/notes");
+  await op.locator("summary").click();
+  assert.notEqual(await op.getAttribute("open"), null, "POST /notes did not open");
+  const example = JSON.parse(await op.locator("textarea[name=body]").inputValue()) as { title: string; content: string };
+  assert.deepEqual(example, { title: "First", content: "Hello" });
+
+  const { status, body, text } = await send(op);
+  assert.equal(status, 201, text);
+  created = body as Note;
+  assert.equal(typeof created.id, "number");
+  assert.equal(created.title, example.title);
+  assert.equal(created.content, example.content);
+
+  // The note is really stored: read it back through the API from here.
+  const response = await fetch(`${origin}/notes/${created.id}`);
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), created);
+});
+
+test("GET /notes/{id} from the page reads it back", async () => {
+  assert.ok(created, "needs the note created by the previous test");
+  const op = operation("GET", "/notes/{id}");
+  await op.locator("summary").click();
+  await op.locator("input[name=id]").fill(String(created.id));
+  const { status, body, text } = await send(op);
+  assert.equal(status, 200, text);
+  assert.deepEqual(body, created);
+});
+
+test("saves a full-page screenshot", async () => {
+  // With POST /notes open and its answer shown (and GET /notes/{id}'s).
+  const result = operation("POST", "/notes").locator("pre.result");
+  assert.ok(await result.isVisible());
+  await takeScreenshot();
+});
+
+test("the page requested nothing from any other origin", () => {
+  assert.ok(pageRequests.length > 0);
+  const elsewhere = pageRequests.filter((url) => new URL(url).origin !== origin);
+  assert.deepEqual(elsewhere, []);
+});
+
+test("the page logged no error", () => {
+  // Chromium asks for /favicon.ico by itself; the worker has none and answers 404, which Chromium logs.
+  // That request is the browser's, not the page's.
+  const favicon = `Failed to load resource: the server responded with a status of 404 (Not Found) (${origin}/favicon.ico)`;
+  assert.deepEqual(consoleErrors.filter((line) => line !== favicon), []);
+});
