@@ -9,6 +9,7 @@ export const DOCS_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Notes API reference</title>
+<link rel="icon" href="data:,">
 <style>
   :root { font-family: system-ui, sans-serif; color: #1b1f24; background: #f6f8fa; }
   body { max-width: 960px; margin: 0 auto; padding: 1.5rem; }
@@ -18,6 +19,9 @@ export const DOCS_HTML = `<!doctype html>
   h2 { margin-top: 2rem; text-transform: capitalize; }
   details.op { background: #fff; border: 1px solid #d0d7de; border-radius: 8px; margin: .5rem 0; }
   details.op > summary { cursor: pointer; padding: .6rem 1rem; list-style: none; display: flex; gap: .75rem; align-items: baseline; }
+  details.op > summary::before { content: "▸"; color: #57606a; } details.op[open] > summary::before { content: "▾"; }
+  code { font-family: ui-monospace, monospace; background: #eff1f3; padding: 0 .25rem; border-radius: 4px; }
+  td code { white-space: pre-wrap; word-break: break-word; }
   .method { font: 700 .8rem ui-monospace, monospace; padding: .15rem .5rem; border-radius: 4px; color: #fff; min-width: 4rem; text-align: center; }
   .GET { background: #0969da; } .POST { background: #1a7f37; } .PATCH { background: #9a6700; } .DELETE { background: #cf222e; }
   .path { font: 600 .95rem ui-monospace, monospace; } .summary { color: #57606a; }
@@ -42,13 +46,15 @@ export const DOCS_HTML = `<!doctype html>
 <script>
 (async function () {
   const spec = await (await fetch("/openapi.json")).json();
-  document.getElementById("description").textContent = spec.info.description;
   const main = document.getElementById("operations");
   const el = (tag, props = {}, ...children) => {
     const node = Object.assign(document.createElement(tag), props);
     node.append(...children);
     return node;
   };
+  // Descriptions use \`code\` spans: shown as <code>, never parsed as HTML.
+  const rich = (text) => String(text || "").split("\u0060").map((part, i) => (i % 2 ? el("code", { textContent: part }) : part));
+  document.getElementById("description").replaceChildren(...rich(spec.info.description));
   const sections = new Map();
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const method of ["get", "post", "patch", "delete"]) {
@@ -104,13 +110,13 @@ export const DOCS_HTML = `<!doctype html>
     const responses = el("table", {}, ...Object.entries(op.responses).map(([status, r]) => {
       const content = r.content && Object.values(r.content)[0];
       const example = content && content.example !== undefined ? (typeof content.example === "string" ? content.example : JSON.stringify(content.example)) : "";
-      return el("tr", {}, el("td", { className: "status", textContent: status }), el("td", { textContent: r.description }), el("td", {}, el("code", { textContent: example })));
+      return el("tr", {}, el("td", { className: "status", textContent: status }), el("td", {}, ...rich(r.description)), el("td", {}, example ? el("code", { textContent: example }) : ""));
     }));
     const schema = media ? el("pre", { textContent: JSON.stringify(media.schema, null, 2) }) : "";
     return el("details", { className: "op", id },
       el("summary", {}, el("span", { className: "method " + method, textContent: method }), el("span", { className: "path", textContent: path }), el("span", { className: "summary", textContent: op.summary })),
       el("div", { className: "body" },
-        el("p", { textContent: op.description || "" }),
+        el("p", {}, ...rich(op.description)),
         ...(media ? [el("label", { textContent: "Request body schema" }), schema] : []),
         el("form", { onsubmit: (event) => event.preventDefault() }, ...fields, ...(body ? [el("label", { textContent: "Request body" }), body] : []), send),
         result,
