@@ -5,17 +5,33 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
-import { readConfig } from "./config";
+import { readConfig, type Config } from "./config";
 import { docs } from "./docs/routes";
-import * as schema from "./db/schema";
 import { clientRateLimit, corsPolicy, limitBody } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { notesApp } from "./notes/routes";
-import type { AppEnv } from "./types";
+import type { AppEnv, Bindings, Database } from "./types";
 
 const KiB = 1024;
+
+// The bindings object and the D1 binding live as long as the isolate: settings are read and checked,
+// and the query builder made, once per isolate rather than once per request.
+const configs = new WeakMap<Bindings, Config>();
+const databases = new WeakMap<D1Database, Database>();
+
+function configFor(env: Bindings): Config {
+  let config = configs.get(env);
+  if (!config) configs.set(env, (config = readConfig(env)));
+  return config;
+}
+
+function databaseFor(binding: D1Database): Database {
+  let db = databases.get(binding);
+  if (!db) databases.set(binding, (db = drizzle(binding)));
+  return db;
+}
 
 const app = new Hono<AppEnv>()
   .use(requestId())
@@ -23,8 +39,8 @@ const app = new Hono<AppEnv>()
     const log = createLogger({ requestId: c.var.requestId, method: c.req.method, path: c.req.path });
     c.set("log", log);
     const started = Date.now();
-    c.set("config", readConfig(c.env));
-    c.set("db", drizzle(c.env.DB, { schema }));
+    c.set("config", configFor(c.env));
+    c.set("db", databaseFor(c.env.DB));
     await next();
     log.info("request", { status: c.res.status, durationMs: Date.now() - started });
   })

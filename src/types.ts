@@ -1,5 +1,4 @@
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import type * as schema from "./db/schema";
 import type { Config } from "./config";
 import type { Logger } from "./lib/log";
 
@@ -10,7 +9,8 @@ import type { Logger } from "./lib/log";
  */
 export type Bindings = Env;
 
-export type Database = DrizzleD1Database<typeof schema>;
+/** Plain query builder: the app uses no relational queries, so no schema is registered. */
+export type Database = DrizzleD1Database;
 
 /** The one environment type every Hono app and handler in this project shares. */
 export type AppEnv = {
