@@ -28,22 +28,30 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
   const text = await c.req.text();
   if (text.trim() === "") throw badRequest("Request body must be a JSON object.");
   let value: unknown;
-  let wellFormed = true;
   try {
-    // JSON may escape half of a UTF-16 surrogate pair ("\ud800"); such a string is not Unicode text,
-    // D1 would store it mangled (and longer than what we checked), so the whole body is refused.
-    value = JSON.parse(text, (_key, field: unknown) => {
-      if (typeof field === "string" && !field.isWellFormed()) wellFormed = false;
-      return field;
-    });
+    value = JSON.parse(text);
   } catch {
     throw badRequest("Request body must be valid JSON.");
   }
-  if (!wellFormed) throw badRequest("Request body must not contain unpaired UTF-16 surrogates.");
+  // JSON may escape half of a UTF-16 surrogate pair ("\ud800"); such a string is not Unicode text and
+  // D1 would store it mangled (and longer than what we checked), so the whole body is refused. Decoded
+  // UTF-8 never holds one, so only a body with such an escape needs the walk.
+  if (SURROGATE_ESCAPE.test(text) && !wellFormed(value)) {
+    throw badRequest("Request body must not contain unpaired UTF-16 surrogates.");
+  }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badRequest("Request body must be a JSON object.");
   }
   return value as Record<string, unknown>;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** True when every string in a parsed JSON value (keys included) is well-formed Unicode. */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === "string") return value.isWellFormed();
+  if (typeof value !== "object" || value === null) return true;
+  return Object.entries(value).every(([key, field]) => key.isWellFormed() && wellFormed(field));
 }
 
 /** A 429 in the area's format with `Retry-After` in whole seconds (at least 1). */
