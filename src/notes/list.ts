@@ -8,7 +8,7 @@ import { noteJson } from "./schemas";
  * Notes per D1 query when listing. At about 1 KiB a note, a chunk is about 0.5 MB of JSON: 100,000 notes
  * take 200 round trips, so D1 latency rather than memory sets the time of a long list.
  */
-export const LIST_CHUNK_SIZE = 500;
+export const LIST_CHUNK_SIZE = 1000;
 /**
  * ...and at most about this many characters of title and content per chunk (one note more at most), so
  * large notes (up to the 1 MiB body limit each) cannot make a chunk of hundreds of MB. The Worker holds
@@ -35,10 +35,14 @@ async function fetchChunk(db: Database, owner: number | undefined, after: number
   const rows = await db.all<ChunkRow>(sql`
     SELECT id, title, content, created_at, user_id, running FROM (
       SELECT *, SUM(length(title) + length(content)) OVER (ORDER BY id) AS running
-      FROM (SELECT * FROM ${notes} WHERE id > ${after} ${ofOwner} ORDER BY id LIMIT ${LIST_CHUNK_SIZE})
+      FROM (SELECT * FROM ${notes} WHERE id > ${after} ${ofOwner} ORDER BY id LIMIT ${LIST_CHUNK_SIZE + 1})
     )
     WHERE running - (length(title) + length(content)) < ${LIST_CHUNK_CHARS}
     ORDER BY id`);
+  // One row past a full chunk only tells that there is more: it is sent with the next chunk, so a list
+  // of exactly LIST_CHUNK_SIZE notes costs one query, not a second, empty one.
+  const fullChunk = rows.length > LIST_CHUNK_SIZE;
+  if (fullChunk) rows.pop();
   const last = rows.at(-1);
   return {
     rows: rows.map((row) => ({
@@ -48,8 +52,8 @@ async function fetchChunk(db: Database, owner: number | undefined, after: number
       createdAt: new Date(row.created_at),
       userId: row.user_id,
     })),
-    // Short of the count and of the size budget: the table ran out.
-    more: rows.length === LIST_CHUNK_SIZE || (last !== undefined && last.running >= LIST_CHUNK_CHARS),
+    // Otherwise only a chunk cut by the size budget may have more after it.
+    more: fullChunk || (last !== undefined && last.running >= LIST_CHUNK_CHARS),
   };
 }
 
@@ -64,10 +68,10 @@ export const LIST_ABORTED = "Listing notes failed after the response had started
 const encoder = new TextEncoder();
 
 /** One piece of the JSON array: `[` before the first page, `,` between notes and pages, `]` after the last. */
-function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): Uint8Array {
+function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): string {
   const items = rows.map((note) => JSON.stringify(noteJson(note))).join(",");
   const separator = isFirst ? "[" : items === "" ? "" : ",";
-  return encoder.encode(separator + items + (isLast ? "]" : ""));
+  return separator + items + (isLast ? "]" : "");
 }
 
 /**
@@ -78,14 +82,20 @@ function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): Uint8Arra
  * The first chunk is read before the stream exists: if it fails, this throws and the request gets the
  * ordinary 500. A later failure can no longer change the status (200 is sent), so it is logged and the
  * stream is aborted: the client sees a broken response, never a truncated array that parses.
- * A list shorter than one chunk costs exactly one query.
+ * A list that fits in one chunk costs exactly one query and is answered as one string.
  */
-export async function streamNotes(db: Database, log: Logger, owner: number | undefined): Promise<ReadableStream<Uint8Array>> {
-  // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its rows.
+export async function streamNotes(
+  db: Database,
+  log: Logger,
+  owner: number | undefined,
+): Promise<string | ReadableStream<Uint8Array>> {
   const first = await fetchChunk(db, owner, Number.MIN_SAFE_INTEGER);
-  const complete = !first.more;
+  // A list that fits one chunk is the whole answer already: no stream needed.
+  if (!first.more) return encodeChunk(first.rows, true, true);
+
+  // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its rows.
   let lastId = first.rows.at(-1)?.id ?? Number.MIN_SAFE_INTEGER;
-  let head: Uint8Array | null = encodeChunk(first.rows, true, complete);
+  let head: Uint8Array | null = encoder.encode(encodeChunk(first.rows, true, false));
   let cancelled = false;
 
   // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
@@ -94,7 +104,6 @@ export async function streamNotes(db: Database, log: Logger, owner: number | und
     start(controller) {
       if (head) controller.enqueue(head);
       head = null;
-      if (complete) controller.close();
     },
     async pull(controller) {
       try {
@@ -102,7 +111,7 @@ export async function streamNotes(db: Database, log: Logger, owner: number | und
         if (cancelled) return;
         lastId = rows.at(-1)?.id ?? lastId;
         const isLast = !more;
-        controller.enqueue(encodeChunk(rows, false, isLast));
+        controller.enqueue(encoder.encode(encodeChunk(rows, false, isLast)));
         if (isLast) controller.close();
       } catch (err) {
         if (cancelled) return;
