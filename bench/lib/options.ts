@@ -1,0 +1,97 @@
+/**
+ * Settings of one benchmark run, from flags (`npm run bench -- --duration=5`) or environment variables
+ * (`BENCH_DURATION=5 npm run bench`); flags win. `--smoke` (or BENCH_SMOKE=1) switches every default
+ * to the quick mode: 1 s per scenario, 2 connections, tiny seeds, one round.
+ */
+import { parseArgs } from "node:util";
+
+export interface Options {
+  smoke: boolean;
+  /** Seconds of load per measured run. */
+  duration: number;
+  /** Seconds of load before the measured runs of a scenario, per target, not measured. */
+  warmup: number;
+  connections: number;
+  /** Measured runs per target; with a floor they alternate ours, floor, ours, floor... */
+  rounds: number;
+  /** Notes seeded for the single-note scenarios (GET and PATCH /notes/{id}). */
+  baseNotes: number;
+  /** The two list sizes of the GET /notes scenarios, measured against the floor. */
+  listSizes: [number, number];
+  /** The list sizes of the latency chart (the two above are reused, the others measured once). */
+  chartSizes: number[];
+  /** Sequential requests per scenario to the counting build, for D1 queries per request. */
+  countRequests: number;
+  /** Login and one-compare requests, one at a time and interleaved, for login against one compare. */
+  loginPairs: number;
+  /** Repetitions of each bcrypt timing probe. */
+  bcryptReps: number;
+  /** Scenario keys to run (default: all). */
+  only: string[] | undefined;
+  /** Where results.md, results.json and list-latency.svg go. */
+  outDir: string;
+}
+
+const USAGE = `npm run bench [-- options]      (every option also as an environment variable)
+  --smoke                 quick mode: 1 s, 2 connections, tiny seeds; fails on errors   BENCH_SMOKE=1
+  --duration=SECONDS      load per measured run (default 10, smoke 1)                  BENCH_DURATION
+  --warmup=SECONDS        warm-up per scenario and target (default 2, smoke 0.5)       BENCH_WARMUP
+  --connections=N         concurrent connections (default 32, smoke 2)                 BENCH_CONNECTIONS
+  --rounds=N              measured runs per target, alternating (default 3, smoke 1)   BENCH_ROUNDS
+  --chart-sizes=A,B,...   list sizes of the latency chart (default 100,1000,10000,100000)  BENCH_CHART_SIZES
+  --only=KEY,KEY          run only these scenarios (keys as in results.json)           BENCH_ONLY
+  --out=DIR               where results go (default bench/, smoke: bench/.out/smoke)   BENCH_OUT`;
+
+function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${integer ? "integer" : "number"}, got ${JSON.stringify(raw)}\n\n${USAGE}`);
+  }
+  return value;
+}
+
+function sizes(name: string, raw: string | undefined, fallback: number[]): number[] {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  return raw.split(",").map((part) => positive(name, part, 0, true));
+}
+
+export function readOptions(argv: string[], env: NodeJS.ProcessEnv, benchDir: string): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      smoke: { type: "boolean" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      connections: { type: "string" },
+      rounds: { type: "string" },
+      "chart-sizes": { type: "string" },
+      only: { type: "string" },
+      out: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const smoke = values.smoke === true || env.BENCH_SMOKE === "1" || env.BENCH_SMOKE === "true";
+  const listSizes: [number, number] = smoke ? [20, 1_200] : [100, 10_000];
+  const only = values.only ?? env.BENCH_ONLY;
+  return {
+    smoke,
+    duration: positive("duration", values.duration ?? env.BENCH_DURATION, smoke ? 1 : 10, false),
+    warmup: positive("warmup", values.warmup ?? env.BENCH_WARMUP, smoke ? 0.5 : 2, false),
+    connections: positive("connections", values.connections ?? env.BENCH_CONNECTIONS, smoke ? 2 : 32, true),
+    rounds: positive("rounds", values.rounds ?? env.BENCH_ROUNDS, smoke ? 1 : 3, true),
+    baseNotes: smoke ? 20 : 1_000,
+    listSizes,
+    chartSizes: sizes("chart-sizes", values["chart-sizes"] ?? env.BENCH_CHART_SIZES, smoke ? [20, 1_200] : [100, 1_000, 10_000, 100_000]),
+    countRequests: smoke ? 3 : 10,
+    loginPairs: smoke ? 6 : 100,
+    bcryptReps: smoke ? 2 : 7,
+    only: only ? only.split(",").map((key) => key.trim()).filter(Boolean) : undefined,
+    outDir: values.out ?? env.BENCH_OUT ?? (smoke ? `${benchDir}/.out/smoke` : benchDir),
+  };
+}

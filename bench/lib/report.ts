@@ -1,0 +1,396 @@
+/** The results: a text table for the terminal, results.md, results.json and the list-latency SVG chart. */
+import type { RunStats } from "./load.ts";
+import type { Options } from "./options.ts";
+
+export interface Summary {
+  /** Medians over the measured rounds. */
+  rps: number;
+  p50: number;
+  p99: number;
+  /** Sums over the measured rounds. */
+  requests: number;
+  errors: number;
+  non2xx: number;
+  unexpected: number;
+}
+
+export interface D1Count {
+  /** Round trips per request, from the counting build's totals (streamed or late ones included). */
+  perRequest: number;
+  /** The X-Bench-D1-Queries header of each counted request (round trips before the response). */
+  header: number[];
+  /** Round trips after the response was returned, in total over the counted requests. */
+  late: number;
+  requests: number;
+  /** The most per request the issue allows, or undefined where it sets none. */
+  target: number | undefined;
+  /**
+   * What the target applies to: every round trip, or (for the streamed list, whose later chunks the
+   * issue sets aside) those made before the response, as the header shows them.
+   */
+  targetBasis: "all round trips" | "before the response";
+  meetsTarget: boolean | undefined;
+  /** The round trips of the last counted request, method and SQL. */
+  statements: string[];
+}
+
+export interface ScenarioResult {
+  key: string;
+  title: string;
+  detail: string;
+  expectStatus: number;
+  ours: RunStats[];
+  floor: RunStats[] | undefined;
+  oursSummary: Summary;
+  floorSummary: Summary | undefined;
+  /** Ours / floor throughput per A-B pair, and their median. */
+  ratios: number[] | undefined;
+  ratio: number | undefined;
+  d1: D1Count | undefined;
+  /** Whether our answer and the floor's had the same JSON for the same request (where comparable). */
+  sameJsonAsFloor: boolean | undefined;
+  /** Anything that went wrong outside the load runs (wrong status in a check request, ...). */
+  problems: string[];
+}
+
+export interface ChartPoint {
+  size: number;
+  p50: number;
+  p99: number;
+  rps: number;
+  requests: number;
+  connections: number;
+  mode: string;
+}
+
+export interface BcryptTimings {
+  cost: number;
+  /** Milliseconds of one operation inside workerd (difference between n=1 and n=0 requests). */
+  hashMs: number;
+  compareMs: number;
+  hashSamples: { n0: number[]; n1: number[] };
+  compareSamples: { n0: number[]; n1: number[] };
+  /** Sequential, interleaved: login and a request doing exactly one compare, milliseconds each. */
+  loginP50: number | undefined;
+  compareRequestP50: number | undefined;
+  /** loginP50 / compareRequestP50, the figure set against the 1.1 target. */
+  loginOverCompare: number | undefined;
+  /** The median of login / compare over the pairs, for comparison. */
+  pairRatioMedian: number | undefined;
+  loginMs: number[];
+  compareRequestMs: number[];
+}
+
+export interface BundleInfo {
+  bytes: number;
+  gzipBytes: number;
+  modules: string[];
+}
+
+export interface Meta {
+  command: string;
+  date: string;
+  /** The commit bundled, and whether src/ had uncommitted changes. */
+  source: string;
+  machine: string;
+  node: string;
+  wrangler: string;
+  miniflare: string;
+  workerd: string;
+  autocannon: string;
+  options: Omit<Options, "outDir"> & { outDir: string };
+  loadAverage: { atStart: number[]; atEnd: number[] };
+  countRequests: number;
+  settings: Record<string, unknown>;
+  migrations: string[];
+  seconds: number;
+}
+
+export interface Results {
+  meta: Meta;
+  bundle: BundleInfo;
+  scenarios: ScenarioResult[];
+  chart: ChartPoint[];
+  bcrypt: BcryptTimings | undefined;
+  logs: { byLevel: Record<string, number>; errors: string[] };
+  /** Targets missed and limits crossed. */
+  findings: string[];
+  /** Worth knowing, not a miss. */
+  observations: string[];
+  failures: string[];
+}
+
+const FREE_CPU_MS = 10;
+const PAID_CPU_MS = 30_000;
+const FREE_BUNDLE_GZIP = 3 * 1024 * 1024;
+const PAID_BUNDLE_GZIP = 10 * 1024 * 1024;
+
+export function summarize(runs: RunStats[]): Summary {
+  const med = (pick: (r: RunStats) => number) => {
+    const values = runs.map(pick).filter(Number.isFinite).sort((a, b) => a - b);
+    if (values.length === 0) return Number.NaN;
+    const mid = values.length >> 1;
+    return values.length % 2 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2;
+  };
+  const sum = (pick: (r: RunStats) => number) => runs.reduce((total, r) => total + pick(r), 0);
+  return {
+    rps: med((r) => r.rps),
+    p50: med((r) => r.p50),
+    p99: med((r) => r.p99),
+    requests: sum((r) => r.requests),
+    errors: sum((r) => r.errors),
+    non2xx: sum((r) => r.non2xx),
+    unexpected: sum((r) => r.unexpected),
+  };
+}
+
+function fmt(value: number | undefined, digits: number): string {
+  if (value === undefined || !Number.isFinite(value)) return "-";
+  return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+export const kib = (bytes: number) => `${fmt(bytes / 1024, 2)} KiB`;
+
+function d1Cell(d1: D1Count | undefined): string {
+  if (!d1) return "-";
+  const number = (n: number) => fmt(n, Number.isInteger(n) ? 0 : 2);
+  const before = Math.max(...d1.header);
+  const value = d1.late ? `${number(d1.perRequest)} = ${number(before)} + ${number(d1.late / d1.requests)} streamed` : number(d1.perRequest);
+  if (d1.target === undefined) return value;
+  const basis = d1.targetBasis === "before the response" ? " first" : "";
+  return `${value} (≤ ${d1.target}${basis}: ${d1.meetsTarget ? "met" : "MISSED"})`;
+}
+
+interface Row {
+  scenario: string;
+  worker: string;
+  rps: string;
+  p50: string;
+  p99: string;
+  errors: string;
+  non2xx: string;
+  d1: string;
+  ratio: string;
+}
+
+const HEADINGS: Row = {
+  scenario: "Scenario",
+  worker: "Worker",
+  rps: "req/s",
+  p50: "p50 ms",
+  p99: "p99 ms",
+  errors: "errors",
+  non2xx: "non-2xx",
+  d1: "D1 queries/req",
+  ratio: "ours/floor",
+};
+
+function rows(results: Results): Row[] {
+  const out: Row[] = [];
+  for (const s of results.scenarios) {
+    const name = s.detail ? `${s.title} (${s.detail})` : s.title;
+    const o = s.oursSummary;
+    out.push({
+      scenario: name,
+      worker: "ours",
+      rps: fmt(o.rps, 1),
+      p50: fmt(o.p50, 2),
+      p99: fmt(o.p99, 2),
+      errors: String(o.errors),
+      non2xx: s.expectStatus === 404 ? `${o.non2xx} (404 expected)` : String(o.non2xx),
+      d1: d1Cell(s.d1),
+      ratio: s.ratio === undefined ? "-" : `${fmt(s.ratio, 2)} (${(s.ratios ?? []).map((r) => fmt(r, 2)).join(", ")})`,
+    });
+    if (s.floorSummary) {
+      const f = s.floorSummary;
+      out.push({
+        scenario: "",
+        worker: "floor",
+        rps: fmt(f.rps, 1),
+        p50: fmt(f.p50, 2),
+        p99: fmt(f.p99, 2),
+        errors: String(f.errors),
+        non2xx: String(f.non2xx),
+        d1: "1 (by construction)",
+        ratio: "",
+      });
+    }
+  }
+  return out;
+}
+
+const KEYS = Object.keys(HEADINGS) as (keyof Row)[];
+const NUMERIC = new Set<keyof Row>(["rps", "p50", "p99", "errors"]);
+
+export function textTable(results: Results): string {
+  const all = [HEADINGS, ...rows(results)];
+  const widths = KEYS.map((key) => Math.max(...all.map((row) => row[key].length)));
+  const line = (row: Row) =>
+    KEYS.map((key, i) => (NUMERIC.has(key) && row !== HEADINGS ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
+  return [line(HEADINGS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line)].join("\n");
+}
+
+function markdownTable(results: Results): string {
+  const esc = (text: string) => text.replaceAll("|", "\\|");
+  const head = `| ${KEYS.map((key) => HEADINGS[key]).join(" | ")} |`;
+  const align = `|${KEYS.map((key) => (NUMERIC.has(key) ? "---:" : "---")).join("|")}|`;
+  return [head, align, ...rows(results).map((row) => `| ${KEYS.map((key) => esc(row[key])).join(" | ")} |`)].join("\n");
+}
+
+export function bcryptLines(results: Results): string[] {
+  const b = results.bcrypt;
+  if (!b) return ["bcrypt: not measured"];
+  const lines = [
+    `bcrypt cost ${b.cost} inside workerd: one hash ${fmt(b.hashMs, 1)} ms, one compare ${fmt(b.compareMs, 1)} ms of CPU.`,
+    `  Workers Free (${FREE_CPU_MS} ms CPU per request): a hash is ${fmt(b.hashMs / FREE_CPU_MS, 1)}x the limit, a compare ${fmt(b.compareMs / FREE_CPU_MS, 1)}x.`,
+    `  Workers Paid (${PAID_CPU_MS / 1000} s CPU by default): a hash is ${fmt((b.hashMs / PAID_CPU_MS) * 100, 2)}% of the limit, a compare ${fmt((b.compareMs / PAID_CPU_MS) * 100, 2)}%.`,
+  ];
+  if (b.loginOverCompare !== undefined) {
+    const meets = b.loginOverCompare <= 1.1;
+    lines.push(
+      `POST /auth/login vs one compare, one request at a time (${b.loginMs.length} of each, interleaved), p50: ` +
+        `login ${fmt(b.loginP50, 1)} ms, compare-only request ${fmt(b.compareRequestP50, 1)} ms, ratio ${fmt(b.loginOverCompare, 3)} ` +
+        `(target ≤ 1.1: ${meets ? "met" : "MISSED"}; median of the per-pair ratios ${fmt(b.pairRatioMedian, 3)}).`,
+    );
+  }
+  return lines;
+}
+
+export function bundleLines(results: Results): string[] {
+  const { bytes, gzipBytes } = results.bundle;
+  return [
+    `Deployable bundle (wrangler deploy --dry-run): ${kib(bytes)}, gzip ${kib(gzipBytes)} ` +
+      `(${fmt((gzipBytes / FREE_BUNDLE_GZIP) * 100, 1)}% of the Free plan's 3 MiB, ${fmt((gzipBytes / PAID_BUNDLE_GZIP) * 100, 1)}% of Paid's 10 MiB).`,
+  ];
+}
+
+export function markdown(results: Results): string {
+  const m = results.meta;
+  const chartRows = results.chart.map(
+    (p) => `| ${p.size.toLocaleString("en-US")} | ${fmt(p.p50, 1)} | ${fmt(p.p99, 1)} | ${fmt(p.rps, 1)} | ${p.requests} | ${p.mode} |`,
+  );
+  return `# Benchmark results
+
+Generated by \`${m.command}\` on ${m.date}, source at ${m.source}. ${m.machine}.
+Node ${m.node}, wrangler ${m.wrangler}, miniflare ${m.miniflare}, workerd ${m.workerd}.
+Load: autocannon over loopback, ${m.options.connections} connections, ${m.options.duration} s per run after ${m.options.warmup} s of warm-up,
+${m.options.rounds} round(s); with a floor, runs alternate ours, floor, ours, floor... Values are medians over the rounds
+(errors and non-2xx are sums). The load generator and workerd share the machine's cores: compare ratios, not absolute numbers.
+Machine load average (1, 5, 15 min) at the start: ${m.loadAverage.atStart.join(", ")}; at the end: ${m.loadAverage.atEnd.join(", ")}.
+
+${markdownTable(results)}
+
+- **ours/floor**: our requests/s divided by the floor's, per A-B pair (in brackets), and their median.
+  The floor (\`bench/floor-worker.js\`) is a bare module worker with one prepared D1 statement per request.
+- **D1 queries/req**: round trips to D1 (\`first/all/run/raw\`, \`batch\`, \`exec\`) per request, counted by the
+  bench-only build \`bench/counting-entry.ts\` over ${m.countRequests} sequential requests per scenario (3 for lists of
+  10,000 or more). "21 = 1 + 20 streamed": 1 before the answer, 20 while the list's body streams; "first" marks a
+  target that applies to the round trips before the answer.
+  Targets (issue "Performance"): 1 per notes request (for the list: before the answer; the chunks of a
+  list longer than one streamed chunk are set aside), at most 2 per accounts request.
+
+## Bundle
+
+${bundleLines(results).join("\n")}
+
+## bcrypt and login
+
+${bcryptLines(results).map((line) => `- ${line.trim()}`).join("\n")}
+
+## GET /notes latency against list size
+
+![GET /notes latency](list-latency.svg)
+
+| Notes | p50 ms | p99 ms | req/s | requests (all runs) | load |
+|---:|---:|---:|---:|---:|---|
+${chartRows.join("\n")}
+
+## Findings
+
+${results.findings.length ? results.findings.map((f) => `- ${f}`).join("\n") : `- None${results.failures.length ? "" : ": every target met"}.`}
+${results.observations.length ? `\n## Observations\n\n${results.observations.map((o) => `- ${o}`).join("\n")}\n` : ""}${results.failures.length ? `\n## Failures\n\n${results.failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
+## Settings
+
+\`\`\`json
+${JSON.stringify(m.settings, null, 2)}
+\`\`\`
+`;
+}
+
+/** A plain SVG line chart: list size (log scale) against latency (log scale), p50 and p99. */
+export function latencySvg(points: ChartPoint[], connections: number): string {
+  const data = points.filter((p) => Number.isFinite(p.p50) && Number.isFinite(p.p99) && p.p50 > 0);
+  const W = 720;
+  const H = 440;
+  const left = 80;
+  const right = 30;
+  const top = 50;
+  const bottom = 70;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const esc = (s: string) => s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">GET /notes latency against list size (${connections} connections)</text>`,
+  ];
+  if (data.length === 0) {
+    out.push(`<text x="${W / 2}" y="${H / 2}" text-anchor="middle">no data</text>`, "</svg>");
+    return out.join("\n");
+  }
+  const log = Math.log10;
+  const xs = data.map((p) => p.size);
+  const ys = data.flatMap((p) => [p.p50, p.p99]);
+  const xMin = Math.floor(log(Math.min(...xs)));
+  const xMax = Math.max(xMin + 1, Math.ceil(log(Math.max(...xs))));
+  const yMin = Math.floor(log(Math.min(...ys)));
+  const yMax = Math.max(yMin + 1, Math.ceil(log(Math.max(...ys))));
+  const round = (n: number) => Math.round(n * 10) / 10;
+  const x = (size: number) => round(left + ((log(size) - xMin) / (xMax - xMin)) * plotW);
+  const y = (ms: number) => round(top + plotH - ((log(ms) - yMin) / (yMax - yMin)) * plotH);
+
+  out.push(`<g stroke="#ddd">`);
+  for (let e = yMin; e <= yMax; e++) out.push(`<line x1="${left}" x2="${left + plotW}" y1="${y(10 ** e)}" y2="${y(10 ** e)}"/>`);
+  for (let e = xMin; e <= xMax; e++) out.push(`<line x1="${x(10 ** e)}" x2="${x(10 ** e)}" y1="${top}" y2="${top + plotH}"/>`);
+  out.push(`</g>`);
+  out.push(`<rect x="${left}" y="${top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`);
+  for (let e = yMin; e <= yMax; e++) {
+    out.push(`<text x="${left - 8}" y="${y(10 ** e) + 4}" text-anchor="end">${esc((10 ** e).toLocaleString("en-US"))}</text>`);
+  }
+  for (let e = xMin; e <= xMax; e++) {
+    out.push(`<text x="${x(10 ** e)}" y="${top + plotH + 18}" text-anchor="middle">${esc((10 ** e).toLocaleString("en-US"))}</text>`);
+  }
+  out.push(`<text x="${left + plotW / 2}" y="${H - 25}" text-anchor="middle">notes in the list (log scale)</text>`);
+  out.push(`<text transform="translate(20 ${top + plotH / 2}) rotate(-90)" text-anchor="middle">latency, ms (log scale)</text>`);
+
+  // p50 labels below their points, p99 labels above, so close values do not overlap.
+  const series = [
+    { name: "p50", color: "#1f77b4", pick: (p: ChartPoint) => p.p50, dy: 18 },
+    { name: "p99", color: "#d62728", pick: (p: ChartPoint) => p.p99, dy: -8 },
+  ];
+  for (const s of series) {
+    const path = data.map((p, i) => `${i ? "L" : "M"}${x(p.size).toFixed(1)},${y(s.pick(p)).toFixed(1)}`).join(" ");
+    out.push(`<path d="${path}" fill="none" stroke="${s.color}" stroke-width="2"/>`);
+    for (const p of data) {
+      const cx = x(p.size).toFixed(1);
+      const cy = y(s.pick(p)).toFixed(1);
+      out.push(`<circle cx="${cx}" cy="${cy}" r="4" fill="${s.color}"/>`);
+      const anchor = p.size === data.at(-1)!.size && data.length > 1 ? "end" : p.size === data[0]!.size ? "start" : "middle";
+      out.push(
+        `<text x="${cx}" y="${(Number(cy) + s.dy).toFixed(1)}" text-anchor="${anchor}" fill="${s.color}">${esc(fmt(s.pick(p), s.pick(p) < 10 ? 1 : 0))} ms</text>`,
+      );
+    }
+  }
+  series.forEach((s, i) => {
+    const lx = left + 12;
+    const ly = top + 16 + i * 18;
+    out.push(`<line x1="${lx}" x2="${lx + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"/>`);
+    out.push(`<text x="${lx + 30}" y="${ly + 4}">${s.name}</text>`);
+  });
+  const notes = data.filter((p) => p.mode !== "duration").map((p) => `${p.size.toLocaleString("en-US")}: ${p.mode}`);
+  if (notes.length) out.push(`<text x="${left}" y="${H - 8}" font-size="11" fill="#555">${esc(notes.join("; "))}</text>`);
+  out.push("</svg>");
+  return out.join("\n") + "\n";
+}

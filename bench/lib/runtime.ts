@@ -1,0 +1,187 @@
+/**
+ * One Miniflare instance (workerd, the Workers runtime) serving three workers, each on its own loopback
+ * socket straight into the worker (no `wrangler dev` proxy, no Miniflare entry worker in between):
+ *
+ * - `app`: our worker, the bundle `wrangler deploy` would upload;
+ * - `counting`: the same app through bench/counting-entry.ts (D1 round-trip counts, bcrypt probes);
+ * - `floor`: bench/floor-worker.js, the bare baseline.
+ *
+ * All three get wrangler.toml's settings (compatibility date and flags, the D1 binding `DB`, rate-limit
+ * bindings, [vars]) through wrangler's own `unstable_getMiniflareWorkerOptions`, and share one fresh D1
+ * database kept in a temporary directory. Developer files (.dev.vars, .env) are never read: the vars
+ * are wrangler.toml's plus the bench's overrides, and no mail settings, so registration sends no mail.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig, unstable_splitSqlQuery } from "wrangler";
+import type { Bundle } from "./build.ts";
+
+export type WorkerName = "app" | "counting" | "floor";
+
+export interface LogTally {
+  byLevel: Record<string, number>;
+  /** The first few error lines, for the report. */
+  errors: string[];
+}
+
+export interface Runtime {
+  urls: Record<WorkerName, string>;
+  /** D1 from Node, through Miniflare: migrations and seeding. */
+  sql(query: string, ...params: unknown[]): Promise<Record<string, unknown>[]>;
+  logs: LogTally;
+  migrations: string[];
+  /** The settings the workers run with (the JWT secret masked), for the report. */
+  settings: Record<string, unknown>;
+  dispose(): Promise<void>;
+}
+
+interface D1Like {
+  prepare(query: string): { bind(...values: unknown[]): { all(): Promise<{ results: Record<string, unknown>[] }> } };
+  batch(statements: unknown[]): Promise<unknown>;
+}
+
+function moduleType(path: string): "ESModule" | "CompiledWasm" | "Data" | "Text" {
+  if (/\.m?js$/.test(path)) return "ESModule";
+  if (path.endsWith(".wasm")) return "CompiledWasm";
+  if (path.endsWith(".bin")) return "Data";
+  return "Text";
+}
+
+function modulesOf(bundle: Bundle) {
+  return bundle.modules.map((path) => ({ type: moduleType(path), path: basename(path), contents: readFileSync(path) }));
+}
+
+export interface RuntimeInput {
+  root: string;
+  app: Bundle;
+  counting: Bundle;
+  floorPath: string;
+  /** Bindings that replace or add to wrangler.toml's [vars]. */
+  vars: Record<string, string>;
+}
+
+/** The parts of wrangler's parsed config that the bench reads (wrangler's own type is a large union). */
+interface WranglerConfig {
+  vars?: Record<string, unknown>;
+  d1_databases: { binding: string; migrations_dir?: string }[];
+  userConfigPath?: string;
+  secrets?: unknown;
+}
+
+/** Miniflare 4-shaped worker options, as wrangler produces them; passed through as they are. */
+type WorkerOptions = Record<string, unknown> & {
+  compatibilityDate?: string;
+  compatibilityFlags?: string[];
+  d1Databases?: Record<string, unknown>;
+  ratelimits?: Record<string, unknown>;
+};
+
+const readConfig = unstable_readConfig as unknown as (args: { config: string }) => WranglerConfig;
+const getMiniflareWorkerOptions = unstable_getMiniflareWorkerOptions as unknown as (config: WranglerConfig) => {
+  workerOptions: WorkerOptions;
+};
+
+export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
+  const configPath = join(input.root, "wrangler.toml");
+  const config = readConfig({ config: configPath });
+  // Pretend the config lives in a directory without .dev.vars or .env, so wrangler reads neither.
+  const persistDir = mkdtempSync(join(tmpdir(), "notes-bench-"));
+  // Whatever ends the process (Miniflare's own signal handler exits at once on Ctrl+C), the database goes.
+  const removeDir = () => rmSync(persistDir, { recursive: true, force: true });
+  process.on("exit", removeDir);
+  const { workerOptions } = getMiniflareWorkerOptions({
+    ...config,
+    userConfigPath: join(persistDir, "wrangler.toml"),
+    secrets: undefined,
+  });
+
+  const vars: Record<string, string> = {};
+  for (const [name, value] of Object.entries(config.vars ?? {})) vars[name] = typeof value === "string" ? value : JSON.stringify(value);
+  Object.assign(vars, input.vars);
+  delete vars.MAIL_EMAIL;
+  delete vars.MAIL_APP_PASSWORD;
+
+  const logs: LogTally = { byLevel: {}, errors: [] };
+  const direct = [{ host: "127.0.0.1", port: 0 }];
+  const shared = { ...workerOptions, rootPath: input.root, bindings: vars, unsafeDirectSockets: direct };
+
+  let mf: Miniflare | undefined;
+  try {
+    // The worker options wrangler produces are Miniflare 4's shape; Miniflare 5 converts them.
+    const options: Parameters<typeof convertV4MiniflareOptions>[0] = {
+      host: "127.0.0.1",
+      port: 0,
+      resourcePersistencePath: persistDir,
+      // A fixed placeholder for `request.cf`: Miniflare would otherwise fetch one from the internet.
+      cf: false,
+      log: new Log(LogLevel.WARN),
+      // The app logs one JSON line per event (e.g. "mail not configured" on every registration);
+      // counted here instead of flooding the terminal.
+      handleStructuredLogs: (entry: { level?: string; message?: string }) => {
+        const level = entry.level ?? "log";
+        logs.byLevel[level] = (logs.byLevel[level] ?? 0) + 1;
+        if (level === "error" && logs.errors.length < 5) logs.errors.push(String(entry.message).slice(0, 500));
+      },
+      workers: [
+        { ...shared, name: "app", modules: modulesOf(input.app) },
+        { ...shared, name: "counting", modules: modulesOf(input.counting) },
+        {
+          name: "floor",
+          compatibilityDate: workerOptions.compatibilityDate,
+          compatibilityFlags: workerOptions.compatibilityFlags,
+          d1Databases: workerOptions.d1Databases,
+          unsafeDirectSockets: direct,
+          modules: [{ type: "ESModule", path: "floor-worker.js", contents: readFileSync(input.floorPath) }],
+        },
+      ],
+    } as Parameters<typeof convertV4MiniflareOptions>[0];
+    mf = new Miniflare(convertV4MiniflareOptions(options));
+    await mf.ready;
+
+    const urls = {} as Record<WorkerName, string>;
+    for (const name of ["app", "counting", "floor"] as const) {
+      urls[name] = (await mf.unsafeGetDirectURL(name)).href.replace(/\/$/, "");
+    }
+    const db = (await mf.getD1Database("DB", "app")) as unknown as D1Like;
+    const sql = async (query: string, ...params: unknown[]) => (await db.prepare(query).bind(...params).all()).results;
+
+    // The migrations wrangler would apply (`wrangler d1 migrations apply`): every .sql file of
+    // migrations_dir in name order, split into statements by wrangler's own splitter.
+    const migrationsDir = join(input.root, config.d1_databases.find((d) => d.binding === "DB")?.migrations_dir ?? "migrations");
+    const migrations = readdirSync(migrationsDir).filter((name) => name.endsWith(".sql")).sort();
+    for (const name of migrations) {
+      const statements = unstable_splitSqlQuery(readFileSync(join(migrationsDir, name), "utf8"));
+      await db.batch(statements.map((statement) => db.prepare(statement)));
+    }
+
+    const instance = mf;
+    return {
+      urls,
+      sql,
+      logs,
+      migrations,
+      settings: {
+        compatibilityDate: workerOptions.compatibilityDate,
+        compatibilityFlags: workerOptions.compatibilityFlags,
+        d1Databases: Object.keys(workerOptions.d1Databases ?? {}),
+        ratelimits: Object.keys(workerOptions.ratelimits ?? {}),
+        vars: { ...vars, ...(vars.JWT_SECRET_KEY ? { JWT_SECRET_KEY: "(random per run)" } : {}) },
+      },
+      async dispose() {
+        try {
+          await instance.dispose();
+        } finally {
+          removeDir();
+          process.off("exit", removeDir);
+        }
+      },
+    };
+  } catch (err) {
+    await mf?.dispose().catch(() => {});
+    removeDir();
+    process.off("exit", removeDir);
+    throw err;
+  }
+}

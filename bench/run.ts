@@ -1,0 +1,683 @@
+/**
+ * `npm run bench`: our worker against a bare "floor" worker, in the Workers runtime (workerd through
+ * Miniflare, no `wrangler dev` proxy), in the same run. See bench/README.md.
+ *
+ *   1. bundles our worker with `wrangler deploy --dry-run` (and the bench-only counting build);
+ *   2. starts one Miniflare with our worker, the counting build and bench/floor-worker.js on loopback,
+ *      with wrangler.toml's settings and a fresh D1 in a temporary directory, migrated from drizzle/;
+ *   3. per scenario: seeds, checks the answers, counts D1 round trips per request, warms up, then loads
+ *      with autocannon, alternating ours and the floor;
+ *   4. times bcrypt inside workerd and login against one compare;
+ *   5. prints the table and writes results.md, results.json and list-latency.svg.
+ *
+ * Exits non-zero when a request failed or answered an unexpected status (smoke mode is meant for CI).
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import bcrypt from "bcryptjs";
+import { buildBundle, type Bundle } from "./lib/build.ts";
+import { closeConnections, median, percentile, runLoad, send, type RequestFactory, type RequestSpec, type RunStats } from "./lib/load.ts";
+import { readOptions, type Options } from "./lib/options.ts";
+import {
+  bcryptLines,
+  bundleLines,
+  latencySvg,
+  markdown,
+  summarize,
+  textTable,
+  type BcryptTimings,
+  type ChartPoint,
+  type D1Count,
+  type Results,
+  type ScenarioResult,
+} from "./lib/report.ts";
+import { startRuntime, type Runtime } from "./lib/runtime.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const benchDir = join(root, "bench");
+const opts: Options = readOptions(process.argv.slice(2), process.env, benchDir);
+
+const BCRYPT_COST = 10;
+const LOGIN_EMAIL = "bench-login@example.com";
+const LOGIN_PASSWORD = "bench password 123";
+const runTag = randomBytes(4).toString("hex");
+
+let runtime: Runtime | undefined;
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    const rt = runtime;
+    runtime = undefined;
+    if (rt) {
+      await Promise.race([rt.dispose(), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]).catch((err) =>
+        console.error("[bench] cleanup failed:", err),
+      );
+    }
+  })();
+  return cleaning;
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`\n[bench] ${signal}: stopping the runtime and removing the temporary database...`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+// Bounded in time: a hard limit well above what the settings need, whatever hangs.
+const pairs = 8;
+const expectedSeconds = 120 + pairs * (2 * opts.warmup + 2 * opts.rounds * opts.duration + 30) + 300;
+const watchdog = setTimeout(() => {
+  console.error(`[bench] gave up after ${Math.round(expectedSeconds * 2)} s; cleaning up.`);
+  void cleanup().finally(() => process.exit(2));
+}, expectedSeconds * 2 * 1000);
+watchdog.unref();
+
+const log = (line: string) => console.log(line);
+const fmt = (n: number | undefined, digits = 1) => (n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : "-");
+const wants = (key: string) => !opts.only || opts.only.includes(key);
+const failures: string[] = [];
+const findings: string[] = [];
+const observations: string[] = [];
+
+/** The commit the bundle was built from, and whether src/ (or the config) had uncommitted changes. */
+function sourceState(): string {
+  try {
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const commit = git("rev-parse", "--short", "HEAD");
+    const dirty = git("status", "--porcelain", "--", "src", "drizzle", "wrangler.toml", "package.json") !== "";
+    return dirty ? `${commit} with uncommitted changes in src/, drizzle/ or the config` : commit;
+  } catch {
+    return "unknown (no git)";
+  }
+}
+
+function versionOf(pkg: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+  } catch {
+    return "?";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Database state
+
+async function seedNotes(rt: Runtime, count: number): Promise<{ lo: number; hi: number }> {
+  await rt.sql("DELETE FROM notes");
+  // One statement, whatever the count: a recursive CTE generates the rows inside SQLite.
+  await rt.sql(
+    `WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?1)
+     INSERT INTO notes (title, content, created_at)
+     SELECT 'Seeded note ' || n, 'Short content of seeded note number ' || n || '.', ?2 + n FROM seq`,
+    count,
+    Date.UTC(2026, 0, 1),
+  );
+  const [row] = await rt.sql("SELECT count(*) AS n, min(id) AS lo, max(id) AS hi FROM notes");
+  if (Number(row?.n) !== count) throw new Error(`seeding ${count} notes left ${String(row?.n)}`);
+  return { lo: Number(row!.lo), hi: Number(row!.hi) };
+}
+
+async function seedLoginAccount(rt: Runtime): Promise<string> {
+  const hash = bcrypt.hashSync(LOGIN_PASSWORD, BCRYPT_COST);
+  await rt.sql("INSERT INTO users (email, password, isVerified) VALUES (?1, ?2, 1) ON CONFLICT (email) DO NOTHING", LOGIN_EMAIL, hash);
+  const [row] = await rt.sql("SELECT password FROM users WHERE email = ?1", LOGIN_EMAIL);
+  return String(row!.password);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scenarios
+
+interface Scenario {
+  key: string;
+  title: string;
+  detail: string;
+  expectStatus: number;
+  withFloor: boolean;
+  /** At most this many D1 round trips per request (the issue's targets). */
+  d1Target: number | undefined;
+  setup?: (rt: Runtime) => Promise<void>;
+  request: RequestFactory;
+  /** Compare our JSON answer with the floor's for the same request. */
+  compareJson?: "equal" | "shape";
+  /** Latency chart point (list scenarios): the list size. */
+  chartSize?: number;
+}
+
+let idRange: { lo: number; hi: number } | undefined;
+/** The single-note scenarios share one seed of opts.baseNotes notes (made by whichever runs first). */
+async function ensureBaseNotes(rt: Runtime): Promise<void> {
+  idRange ??= await seedNotes(rt, opts.baseNotes);
+}
+const randomId = () => idRange!.lo + Math.floor(Math.random() * (idRange!.hi - idRange!.lo + 1));
+let counter = 0;
+
+function listScenario(size: number): Scenario {
+  return {
+    key: `list-${size}`,
+    title: "GET /notes",
+    detail: `${size.toLocaleString("en-US")} notes`,
+    expectStatus: 200,
+    withFloor: true,
+    d1Target: 1,
+    setup: async (rt) => void (await seedNotes(rt, size)),
+    request: () => ({ method: "GET", path: "/notes" }),
+    compareJson: "equal",
+    chartSize: size,
+  };
+}
+
+function scenarios(): Scenario[] {
+  const base = opts.baseNotes.toLocaleString("en-US");
+  return [
+    {
+      key: "get-note",
+      title: "GET /notes/{id}",
+      detail: `random among ${base}`,
+      expectStatus: 200,
+      withFloor: true,
+      d1Target: 1,
+      setup: ensureBaseNotes,
+      request: () => ({ method: "GET", path: `/notes/${randomId()}` }),
+      compareJson: "equal",
+    },
+    {
+      key: "update-note",
+      title: "PATCH /notes/{id}",
+      detail: `random among ${base}`,
+      expectStatus: 200,
+      withFloor: true,
+      d1Target: 1,
+      setup: ensureBaseNotes,
+      request: () => ({
+        method: "PATCH",
+        path: `/notes/${randomId()}`,
+        body: JSON.stringify({ title: `Patched ${++counter}`, content: "Updated by the benchmark." }),
+      }),
+      compareJson: "shape",
+    },
+    {
+      key: "create-note",
+      title: "POST /notes",
+      detail: "",
+      expectStatus: 201,
+      withFloor: true,
+      d1Target: 1,
+      request: () => ({
+        method: "POST",
+        path: "/notes",
+        body: JSON.stringify({ title: "Bench note", content: "Written by the benchmark, short content." }),
+      }),
+      compareJson: "shape",
+    },
+    {
+      key: "not-found",
+      title: "GET /no-such-path",
+      detail: "404",
+      expectStatus: 404,
+      withFloor: false,
+      d1Target: undefined,
+      request: () => ({ method: "GET", path: "/no-such-path" }),
+    },
+    listScenario(opts.listSizes[0]),
+    listScenario(opts.listSizes[1]),
+    {
+      key: "register",
+      title: "POST /auth/register",
+      detail: "mail not configured",
+      expectStatus: 201,
+      withFloor: false,
+      d1Target: 2,
+      request: () => ({
+        method: "POST",
+        path: "/auth/register",
+        body: JSON.stringify({ email: `bench-${runTag}-${++counter}@example.com`, password: LOGIN_PASSWORD }),
+      }),
+    },
+    {
+      key: "login",
+      title: "POST /auth/login",
+      detail: `verified, BCRYPT_COST=${BCRYPT_COST}`,
+      expectStatus: 200,
+      withFloor: false,
+      d1Target: 2,
+      setup: async (rt) => void (await seedLoginAccount(rt)),
+      request: () => ({ method: "POST", path: "/auth/login", body: JSON.stringify({ email: LOGIN_EMAIL, password: LOGIN_PASSWORD }) }),
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Checks and counts outside the load
+
+interface D1Stats {
+  requests: number;
+  queries: number;
+  late: number;
+  last: string[];
+}
+
+async function d1Stats(rt: Runtime): Promise<D1Stats> {
+  return JSON.parse((await send(rt.urls.counting, { method: "GET", path: "/__bench/d1-stats" })).body) as D1Stats;
+}
+
+function shapeOf(body: string): string {
+  try {
+    const value = JSON.parse(body) as unknown;
+    const one: unknown = Array.isArray(value) ? (value as unknown[])[0] : value;
+    if (typeof one !== "object" || one === null) return typeof one;
+    return Object.entries(one)
+      .map(([key, v]) => `${key}:${typeof v}`)
+      .join(",");
+  } catch {
+    return "not JSON";
+  }
+}
+
+/** One request to ours and to the floor: statuses, and the JSON compared where it can be. */
+async function checkAnswers(rt: Runtime, s: Scenario, problems: string[]): Promise<{ sameJson: boolean | undefined; oursMs: number }> {
+  const spec = s.request();
+  const ours = await send(rt.urls.app, spec);
+  if (ours.status !== s.expectStatus) problems.push(`ours answered ${ours.status} (expected ${s.expectStatus}): ${ours.body.slice(0, 200)}`);
+  if (!s.withFloor) return { sameJson: undefined, oursMs: ours.ms };
+  // The same request again for the floor (a fresh one where the request writes).
+  const floorSpec: RequestSpec = s.compareJson === "equal" ? spec : s.request();
+  const floor = await send(rt.urls.floor, floorSpec);
+  if (floor.status !== s.expectStatus) problems.push(`floor answered ${floor.status} (expected ${s.expectStatus}): ${floor.body.slice(0, 200)}`);
+  let same: boolean | undefined;
+  if (s.compareJson === "equal") same = JSON.stringify(JSON.parse(ours.body)) === JSON.stringify(JSON.parse(floor.body));
+  else if (s.compareJson === "shape") same = shapeOf(ours.body) === shapeOf(floor.body);
+  if (same === false) problems.push(`ours and the floor answered different JSON: ${ours.body.slice(0, 150)} vs ${floor.body.slice(0, 150)}`);
+  return { sameJson: same, oursMs: ours.ms };
+}
+
+/** Repeated round trips once, with a count: `all: SELECT ... ×20`. */
+function collapse(statements: string[]): string[] {
+  const out: { text: string; times: number }[] = [];
+  for (const text of statements) {
+    const last = out.at(-1);
+    if (last?.text === text) last.times++;
+    else out.push({ text, times: 1 });
+  }
+  return out.map(({ text, times }) => (times > 1 ? `${text} ×${times}` : text));
+}
+
+async function countQueries(rt: Runtime, s: Scenario, problems: string[], requests: number): Promise<D1Count> {
+  const before = await d1Stats(rt);
+  const header: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const answer = await send(rt.urls.counting, s.request());
+    if (answer.status !== s.expectStatus) problems.push(`counting build answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+    header.push(Number(answer.headers["x-bench-d1-queries"] ?? Number.NaN));
+  }
+  const after = await d1Stats(rt);
+  const perRequest = (after.queries - before.queries) / requests;
+  // The list streams its later chunks after the answer has started; the issue sets those aside.
+  const targetBasis = s.chartSize !== undefined ? "before the response" : "all round trips";
+  const measured = targetBasis === "all round trips" ? perRequest : Math.max(...header);
+  return {
+    perRequest,
+    header,
+    late: after.late - before.late,
+    requests,
+    target: s.d1Target,
+    targetBasis,
+    meetsTarget: s.d1Target === undefined ? undefined : measured <= s.d1Target,
+    statements: after.last,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load
+
+interface LoadPlan {
+  mode: string;
+  amount: number | undefined;
+  timeout: number;
+  warmup: boolean;
+}
+
+/**
+ * How to load a scenario whose single request takes `singleMs`: with one isolate, a request under load
+ * waits for roughly every other connection's, so latency ≈ connections × singleMs at worst (less where
+ * requests wait on I/O, as a streamed list does). When even that worst case would not let a connection
+ * finish a request within the run, a fixed number of requests (two per connection) replaces the duration.
+ */
+function planLoad(singleMs: number): LoadPlan {
+  const loadedSeconds = (singleMs * opts.connections) / 1000;
+  const timeout = Math.max(10, Math.ceil(loadedSeconds * 4));
+  if (loadedSeconds <= opts.duration) return { mode: "duration", amount: undefined, timeout, warmup: true };
+  return { mode: `${opts.connections * 2} requests (slow)`, amount: opts.connections * 2, timeout, warmup: false };
+}
+
+function describeRun(r: RunStats): string {
+  const extra = [r.errors ? `${r.errors} errors` : "", r.unexpected ? `${r.unexpected} unexpected` : ""].filter(Boolean).join(", ");
+  return `${fmt(r.rps).padStart(8)} req/s  p50 ${fmt(r.p50, 2).padStart(8)} ms  p99 ${fmt(r.p99, 2).padStart(8)} ms  (${r.requests} requests${extra ? `, ${extra}` : ""})`;
+}
+
+async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, connections = opts.connections): Promise<RunStats> {
+  return runLoad({
+    url,
+    connections,
+    duration: seconds,
+    amount: plan.amount,
+    timeout: plan.timeout,
+    request: s.request,
+    expectStatus: s.expectStatus,
+  });
+}
+
+async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
+  const name = s.detail ? `${s.title} (${s.detail})` : s.title;
+  log(`\n${name}`);
+  const problems: string[] = [];
+  await s.setup?.(rt);
+
+  const { sameJson, oursMs } = await checkAnswers(rt, s, problems);
+  const big = (s.chartSize ?? 0) >= 10_000;
+  const d1 = await countQueries(rt, s, problems, big ? Math.min(3, opts.countRequests) : opts.countRequests);
+  const shown = collapse(d1.statements);
+  log(`  D1 round trips per request: ${fmt(d1.perRequest, 2)} (before the answer: ${[...new Set(d1.header)].join("/")}${d1.late ? `, while streaming: ${fmt(d1.late / d1.requests, 2)}` : ""}); one request: ${shown.join(" | ") || "none"}`);
+
+  // The single check request was cold; time a warm one to plan the load.
+  const warm = await send(rt.urls.app, s.request());
+  const plan = planLoad(Math.min(oursMs, warm.ms));
+  if (plan.mode !== "duration") log(`  one request takes ${fmt(warm.ms, 0)} ms: loading with ${plan.mode}`);
+
+  const targets = s.withFloor ? (["app", "floor"] as const) : (["app"] as const);
+  if (plan.warmup) for (const t of targets) await load(rt.urls[t], s, plan, opts.warmup);
+
+  const ours: RunStats[] = [];
+  const floor: RunStats[] = [];
+  for (let round = 1; round <= opts.rounds; round++) {
+    const o = await load(rt.urls.app, s, plan, opts.duration);
+    ours.push(o);
+    log(`  ours  ${round}/${opts.rounds} ${describeRun(o)}`);
+    if (s.withFloor) {
+      const f = await load(rt.urls.floor, s, plan, opts.duration);
+      floor.push(f);
+      log(`  floor ${round}/${opts.rounds} ${describeRun(f)}`);
+    }
+  }
+
+  const ratios = s.withFloor ? ours.map((o, i) => o.rps / floor[i]!.rps) : undefined;
+  const result: ScenarioResult = {
+    key: s.key,
+    title: s.title,
+    detail: s.detail,
+    expectStatus: s.expectStatus,
+    ours,
+    floor: s.withFloor ? floor : undefined,
+    oursSummary: summarize(ours),
+    floorSummary: s.withFloor ? summarize(floor) : undefined,
+    ratios,
+    ratio: ratios ? median(ratios) : undefined,
+    d1,
+    sameJsonAsFloor: sameJson,
+    problems,
+  };
+  for (const [who, runs] of [["ours", ours], ["floor", floor]] as const) {
+    const sum = summarize(runs);
+    if (runs.length && (sum.errors || sum.unexpected)) {
+      failures.push(`${name}, ${who}: ${sum.errors} errors, ${sum.unexpected} answers with a status other than ${s.expectStatus}`);
+    }
+  }
+  for (const p of new Set(problems)) failures.push(`${name}: ${p}`);
+  if (d1.meetsTarget === false) {
+    findings.push(
+      `${name}: ${fmt(d1.perRequest, 2)} D1 round trips per request, target ≤ ${d1.target}. One request made: ${collapse(d1.statements).map((q) => `\`${q}\``).join(", ")}.`,
+    );
+  }
+  if (d1.late && d1.targetBasis === "all round trips") {
+    findings.push(`${name}: ${d1.late} D1 round trips after the response was returned (over ${d1.requests} requests).`);
+  } else if (d1.late) {
+    observations.push(
+      `${name}: ${fmt(d1.perRequest, 2)} D1 round trips per request, ${Math.max(...d1.header)} before the answer and ` +
+        `${fmt(d1.late / d1.requests, 2)} while the body streams (the list's later chunks, which the target sets aside).`,
+    );
+  }
+  return result;
+}
+
+/** A list size that only the chart needs: ours alone, one run. */
+async function chartPoint(rt: Runtime, size: number): Promise<ChartPoint | undefined> {
+  const s = listScenario(size);
+  log(`\nGET /notes (${s.detail}, chart only)`);
+  await s.setup!(rt);
+  const first = await send(rt.urls.app, s.request(), 300_000);
+  if (first.status !== 200) {
+    failures.push(`GET /notes with ${size} notes answered ${first.status}: ${first.body.slice(0, 200)}`);
+    return undefined;
+  }
+  const warm = await send(rt.urls.app, s.request(), 300_000);
+  const plan = planLoad(Math.min(first.ms, warm.ms));
+  const estimate = plan.amount ? ((warm.ms * opts.connections) / 1000) * 2 : opts.duration;
+  if (estimate > 240) {
+    findings.push(`GET /notes with ${size} notes: one request takes ${fmt(warm.ms, 0)} ms; loading it with ${opts.connections} connections would take about ${fmt(estimate, 0)} s, skipped.`);
+    log(`  one request takes ${fmt(warm.ms, 0)} ms: skipped (about ${fmt(estimate, 0)} s under load)`);
+    return undefined;
+  }
+  if (plan.mode !== "duration") log(`  one request takes ${fmt(warm.ms, 0)} ms: loading with ${plan.mode}`);
+  if (plan.warmup) await load(rt.urls.app, s, plan, opts.warmup);
+  const run = await load(rt.urls.app, s, plan, opts.duration);
+  log(`  ours  ${describeRun(run)}`);
+  if (run.errors || run.unexpected) failures.push(`GET /notes with ${size} notes: ${run.errors} errors, ${run.unexpected} unexpected statuses`);
+  return { size, p50: run.p50, p99: run.p99, rps: run.rps, requests: run.requests, connections: opts.connections, mode: plan.mode };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// bcrypt inside workerd, and login against one compare
+
+async function timeBcrypt(rt: Runtime, hash: string): Promise<BcryptTimings> {
+  log(`\nbcrypt cost ${BCRYPT_COST} inside workerd`);
+  // Inside workerd the clock stands still while JavaScript runs, so the time is taken from Node:
+  // requests doing n = 1 and n = 0 operations, alternated; the difference of the medians is one operation.
+  const probe = async (op: "hash" | "compare") => {
+    const samples = { n0: [] as number[], n1: [] as number[] };
+    const body = (n: number) => JSON.stringify({ op, n, cost: BCRYPT_COST, password: LOGIN_PASSWORD, hash });
+    await send(rt.urls.counting, { method: "POST", path: "/__bench/bcrypt", body: body(1) }); // warm the isolate
+    for (let i = 0; i < opts.bcryptReps; i++) {
+      for (const n of [0, 1] as const) {
+        const answer = await send(rt.urls.counting, { method: "POST", path: "/__bench/bcrypt", body: body(n) });
+        if (answer.status !== 200) failures.push(`bcrypt probe (${op}) answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+        if (op === "compare" && n === 1 && !answer.body.includes('"matches":1')) failures.push(`bcrypt compare probe did not match: ${answer.body}`);
+        samples[n === 0 ? "n0" : "n1"].push(answer.ms);
+      }
+    }
+    return { ms: median(samples.n1) - median(samples.n0), samples };
+  };
+  const hashed = await probe("hash");
+  const compared = await probe("compare");
+  log(`  one hash ${fmt(hashed.ms)} ms, one compare ${fmt(compared.ms)} ms`);
+
+  // Single-request latency, one request at a time: login, and a request doing exactly one compare at the
+  // same cost. Interleaved request by request (and which goes first alternates), so whatever else slows the
+  // machine hits both alike; medians over all pairs.
+  const loginSpec = (): RequestSpec => ({ method: "POST", path: "/auth/login", body: JSON.stringify({ email: LOGIN_EMAIL, password: LOGIN_PASSWORD }) });
+  const compareSpec = (): RequestSpec => ({
+    method: "POST",
+    path: "/__bench/bcrypt",
+    body: JSON.stringify({ op: "compare", n: 1, password: LOGIN_PASSWORD, hash }),
+  });
+  const loginMs: number[] = [];
+  const compareRequestMs: number[] = [];
+  const timed = async (url: string, spec: RequestSpec, into: number[] | undefined, expect: number, what: string) => {
+    const answer = await send(url, spec);
+    if (answer.status !== expect) failures.push(`${what} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+    into?.push(answer.ms);
+  };
+  for (let i = 0; i < 3; i++) {
+    await timed(rt.urls.app, loginSpec(), undefined, 200, "login (sequential)");
+    await timed(rt.urls.counting, compareSpec(), undefined, 200, "compare probe (sequential)");
+  }
+  for (let i = 0; i < opts.loginPairs; i++) {
+    const pair = [
+      () => timed(rt.urls.app, loginSpec(), loginMs, 200, "login (sequential)"),
+      () => timed(rt.urls.counting, compareSpec(), compareRequestMs, 200, "compare probe (sequential)"),
+    ];
+    if (i % 2) pair.reverse();
+    for (const run of pair) await run();
+  }
+  const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
+  const loginP50 = median(loginMs);
+  const compareRequestP50 = median(compareRequestMs);
+  log(
+    `  login, one at a time:          p50 ${fmt(loginP50, 2)} ms  p99 ${fmt(percentile(sorted(loginMs), 99), 2)} ms  (${loginMs.length} requests)\n` +
+      `  one compare, one at a time:    p50 ${fmt(compareRequestP50, 2)} ms  p99 ${fmt(percentile(sorted(compareRequestMs), 99), 2)} ms  (${compareRequestMs.length} requests)`,
+  );
+  return {
+    cost: BCRYPT_COST,
+    hashMs: hashed.ms,
+    compareMs: compared.ms,
+    hashSamples: hashed.samples,
+    compareSamples: compared.samples,
+    loginP50,
+    compareRequestP50,
+    loginOverCompare: loginP50 / compareRequestP50,
+    pairRatioMedian: median(loginMs.map((ms, i) => ms / compareRequestMs[i]!)),
+    loginMs,
+    compareRequestMs,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const loadAtStart = loadavg().map((n) => Math.round(n * 100) / 100);
+  const all = scenarios();
+  const known = [...all.map((s) => s.key), "list-chart", "bcrypt"];
+  const unknown = (opts.only ?? []).filter((key) => !known.includes(key));
+  if (unknown.length) throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${known.join(", ")}`);
+  log(`[bench] ${opts.smoke ? "smoke mode: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.rounds} round(s)`);
+  const source = sourceState();
+  log(`[bench] bundling ${source} with wrangler deploy --dry-run ...`);
+  const outDir = join(benchDir, ".out");
+  const [app, counting]: [Bundle, Bundle] = await Promise.all([
+    buildBundle(root, join(outDir, "app"), undefined),
+    buildBundle(root, join(outDir, "counting"), "bench/counting-entry.ts"),
+  ]);
+  log(`[bench] bundle ${relative(root, app.mainPath)}: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
+
+  const rt = await startRuntime({
+    root,
+    app,
+    counting,
+    floorPath: join(benchDir, "floor-worker.js"),
+    vars: { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) },
+  });
+  runtime = rt;
+  log(`[bench] workerd up: ours ${rt.urls.app}, counting ${rt.urls.counting}, floor ${rt.urls.floor}; migrations: ${rt.migrations.join(", ")}`);
+
+  const results: ScenarioResult[] = [];
+  const chart: ChartPoint[] = [];
+  const listKeys = new Set(opts.listSizes.map((size) => `list-${size}`));
+  for (const s of all.filter((s) => !listKeys.has(s.key) && s.key !== "register" && s.key !== "login")) {
+    if (wants(s.key)) results.push(await runScenario(rt, s));
+  }
+  // The list sizes in ascending order, the two measured against the floor among them.
+  const sizes = [...new Set([...opts.listSizes, ...opts.chartSizes])].sort((a, b) => a - b);
+  for (const size of sizes) {
+    const paired = all.find((s) => s.key === `list-${size}`);
+    if (paired && wants(paired.key)) {
+      const r = await runScenario(rt, paired);
+      results.push(r);
+      if (opts.chartSizes.includes(size)) {
+        const o = r.oursSummary;
+        chart.push({ size, p50: o.p50, p99: o.p99, rps: o.rps, requests: o.requests, connections: opts.connections, mode: "duration" });
+      }
+    } else if (opts.chartSizes.includes(size) && wants("list-chart")) {
+      const point = await chartPoint(rt, size);
+      if (point) chart.push(point);
+    }
+  }
+  for (const s of all.filter((s) => s.key === "register" || s.key === "login")) {
+    if (wants(s.key)) results.push(await runScenario(rt, s));
+  }
+
+  let bcryptTimings: BcryptTimings | undefined;
+  if (wants("bcrypt")) bcryptTimings = await timeBcrypt(rt, await seedLoginAccount(rt));
+
+  // Present results in a stable order: the scenario list's.
+  const order = new Map(all.map((s, i) => [s.key, i]));
+  results.sort((a, b) => (order.get(a.key) ?? 99) - (order.get(b.key) ?? 99));
+
+  const b = bcryptTimings;
+  if (b) {
+    if (b.loginOverCompare !== undefined && !(b.loginOverCompare <= 1.1)) {
+      findings.push(`POST /auth/login takes ${fmt(b.loginOverCompare, 2)}× one bcrypt compare (p50 ${fmt(b.loginP50)} ms vs ${fmt(b.compareRequestP50)} ms), target ≤ 1.1×.`);
+    }
+    if (b.hashMs > 10 || b.compareMs > 10) {
+      findings.push(
+        `bcrypt at cost ${b.cost} needs ${fmt(b.hashMs)} ms (hash) and ${fmt(b.compareMs)} ms (compare) of CPU inside workerd: over the Workers Free plan's 10 ms per request, well within Paid's 30 s. Register and login need the Paid plan at this cost.`,
+      );
+    }
+  }
+  if (rt.logs.errors.length) findings.push(`The workers logged ${rt.logs.byLevel.error ?? 0} error line(s), e.g. ${rt.logs.errors[0]}`);
+
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  const report: Results = {
+    meta: {
+      command: opts.smoke ? "npm run bench:smoke" : "npm run bench",
+      date: new Date().toISOString(),
+      source,
+      machine: `${availableParallelism()} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${process.platform}/${process.arch}`,
+      node: process.version.replace(/^v/, ""),
+      wrangler: versionOf("wrangler"),
+      miniflare: versionOf("miniflare"),
+      workerd: versionOf("workerd"),
+      autocannon: versionOf("autocannon"),
+      options: { ...opts, outDir: relative(root, opts.outDir) || "." },
+      loadAverage: { atStart: loadAtStart, atEnd: loadavg().map((n) => Math.round(n * 100) / 100) },
+      countRequests: opts.countRequests,
+      settings: rt.settings,
+      migrations: rt.migrations,
+      seconds: Math.round((Date.now() - started) / 1000),
+    },
+    bundle: { bytes: app.bytes, gzipBytes: app.gzipBytes, modules: app.modules.map((m) => relative(root, m)) },
+    scenarios: results,
+    chart,
+    bcrypt: bcryptTimings,
+    logs: rt.logs,
+    findings,
+    observations,
+    failures,
+  };
+
+  closeConnections();
+  await cleanup();
+
+  log(`\n${textTable(report)}\n`);
+  for (const line of [...bundleLines(report), ...bcryptLines(report)]) log(line);
+  if (chart.length) log(`GET /notes latency by list size: ${chart.map((p) => `${p.size}: p50 ${fmt(p.p50)} / p99 ${fmt(p.p99)} ms`).join("; ")}`);
+  if (observations.length) log(`\nObservations:\n${observations.map((o) => `- ${o}`).join("\n")}`);
+  log(findings.length ? `\nFindings:\n${findings.map((f) => `- ${f}`).join("\n")}` : `\nFindings: none${failures.length ? "" : ", every target met"}.`);
+
+  mkdirSync(opts.outDir, { recursive: true });
+  writeFileSync(join(opts.outDir, "results.json"), JSON.stringify(report, null, 2) + "\n");
+  writeFileSync(join(opts.outDir, "results.md"), markdown(report));
+  writeFileSync(join(opts.outDir, "list-latency.svg"), latencySvg(chart, opts.connections));
+  log(`\n[bench] wrote ${["results.md", "results.json", "list-latency.svg"].map((f) => relative(root, join(opts.outDir, f))).join(", ")} in ${report.meta.seconds} s`);
+
+  if (failures.length) {
+    console.error(`\n[bench] FAILED:\n${failures.map((f) => `- ${f}`).join("\n")}`);
+    return 1;
+  }
+  return 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (err) {
+  console.error("[bench] error:", err);
+  code = 1;
+} finally {
+  await cleanup();
+}
+clearTimeout(watchdog);
+process.exit(code);
