@@ -1,5 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { vi } from "vitest";
 import PostalMime from "postal-mime";
 import worker from "../src/index";
 import type { Bindings } from "../src/types";
@@ -112,3 +113,17 @@ export async function jsonOf(response: Response): Promise<{ status: number; type
 
 export const TEXT = "text/plain; charset=UTF-8";
 export const JSON_TYPE = "application/json";
+
+/**
+ * The app's log lines (one JSON object each) written while the test runs, parsed, instead of printed.
+ * Pair with `vi.restoreAllMocks()` in an `afterEach`.
+ */
+export function captureLogs(): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  for (const method of ["log", "warn", "error"] as const) {
+    vi.spyOn(console, method).mockImplementation((line: unknown) => {
+      lines.push(JSON.parse(String(line)) as Record<string, unknown>);
+    });
+  }
+  return lines;
+}

@@ -1,19 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, callWithEnv, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedUser, TEXT, textOf } from "./helpers";
+import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedUser, TEXT, textOf } from "./helpers";
 import type { SmtpPeer } from "./smtp/types";
 
 const CREATED = "User created. Please check your email for a verification code.";
-
-/** Log lines the app wrote to the console during the test, parsed. */
-function captureLogs() {
-  const lines: Array<Record<string, unknown>> = [];
-  for (const method of ["log", "warn", "error"] as const) {
-    vi.spyOn(console, method).mockImplementation((line: unknown) => {
-      lines.push(JSON.parse(String(line)) as Record<string, unknown>);
-    });
-  }
-  return lines;
-}
 
 afterEach(() => {
   vi.restoreAllMocks();

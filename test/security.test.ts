@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   call,
   callWithEnv,
+  captureLogs,
   JSON_TYPE,
   mailsTo,
   PASSWORD,
@@ -360,16 +361,6 @@ describe("CORS", () => {
 });
 
 describe("log lines", () => {
-  function captureLogs() {
-    const lines: Array<Record<string, unknown>> = [];
-    for (const method of ["log", "warn", "error"] as const) {
-      vi.spyOn(console, method).mockImplementation((line: unknown) => {
-        lines.push(JSON.parse(String(line)) as Record<string, unknown>);
-      });
-    }
-    return lines;
-  }
-
   it("masks e-mail addresses and carries the request id, method, path, status and duration", async () => {
     const logs = captureLogs();
     const email = randomEmail();
