@@ -5,7 +5,7 @@ import { sql, type AnyColumn, type SQL } from "drizzle-orm";
  * (strongly consistent) because they must be exact; the per-client limiter is the coarse outer layer.
  */
 const MINUTE = 60_000;
-export const HOUR = 60 * MINUTE;
+const HOUR = 60 * MINUTE;
 
 /** At least this long between two verification mails to one account. */
 export const MAIL_COOLDOWN_MS = MINUTE;

@@ -93,5 +93,3 @@ export const ListQuery = v.pipe(
 export function noteJson(note: Note) {
   return { id: note.id, title: note.title, content: note.content, created_at: note.createdAt.toISOString() };
 }
-
-export type NoteJson = ReturnType<typeof noteJson>;
