@@ -5,10 +5,10 @@ export interface SmtpConfig {
   port: number;
   /** true: TLS from the first byte; false: plain, upgraded with STARTTLS when offered. */
   secure: boolean;
+  /** MAIL_EMAIL: the SMTP user name and the From address. */
   username: string;
   password: string;
   fromName: string;
-  fromAddress: string;
   timeoutMs: number;
 }
 
@@ -74,7 +74,6 @@ export function readConfig(env: Bindings): Config {
             username: mailEmail,
             password: mailPassword,
             fromName: nonEmpty(env.MAIL_FROM_NAME) ?? APP_NAME,
-            fromAddress: mailEmail,
             timeoutMs: intSetting("SMTP_TIMEOUT_MS", env.SMTP_TIMEOUT_MS, 10_000, 100, 60_000),
           }
         : undefined,

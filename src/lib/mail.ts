@@ -24,14 +24,14 @@ export async function sendVerificationEmail(
     return;
   }
   const message = new Email({
-    from: { name: smtp.fromName, email: smtp.fromAddress },
+    from: { name: smtp.fromName, email: smtp.username },
     to,
     subject: VERIFICATION_SUBJECT,
     text: verificationText(code),
   });
   const started = Date.now();
   try {
-    await sendMail(smtp, { from: smtp.fromAddress, to, data: message.getEmailData() });
+    await sendMail(smtp, { from: smtp.username, to, data: message.getEmailData() });
     log.info("verification_mail_sent", { durationMs: Date.now() - started });
   } catch (err) {
     log.error("verification_mail_failed", { ...describeError(err), durationMs: Date.now() - started });

@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { notes } from "../db/schema";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
@@ -7,6 +7,9 @@ import type { AppEnv } from "../types";
 import { listPage, ownedBy, streamNotes } from "./list";
 import { requireNotesAuth } from "./owner";
 import { CreateNoteBody, ListQuery, NoteMessage, noteJson, parseNoteId, UpdateNoteBody } from "./schemas";
+
+/** The spec's 404 for a note that does not exist. */
+const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 
 /** The note with this id, of the caller when notes are private: someone else's note is not found. */
 const thisNote = (id: number, owner: number | undefined) => and(eq(notes.id, id), ownedBy(owner));
@@ -39,7 +42,7 @@ export const notesApp = new Hono<AppEnv>()
   .get("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const note = await c.var.db.select().from(notes).where(thisNote(id, c.var.owner)).get();
-    return note ? c.json(noteJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
+    return note ? c.json(noteJson(note), 200) : noteNotFound(c);
   })
   .patch("/:id", jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
@@ -51,12 +54,12 @@ export const notesApp = new Hono<AppEnv>()
       Object.keys(changes).length === 0
         ? await db.select().from(notes).where(thisNote(id, owner))
         : await db.update(notes).set(changes).where(thisNote(id, owner)).returning();
-    return note ? c.json(noteJson(note), 200) : c.json({ error: NoteMessage.notFound }, 404);
+    return note ? c.json(noteJson(note), 200) : noteNotFound(c);
   })
   .delete("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const [deleted] = await c.var.db.delete(notes).where(thisNote(id, c.var.owner)).returning({ id: notes.id });
-    return deleted ? c.body(null, 204) : c.json({ error: NoteMessage.notFound }, 404);
+    return deleted ? c.body(null, 204) : noteNotFound(c);
   });
 
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
