@@ -10,6 +10,8 @@ import {
   PASSWORD,
   randomEmail,
   register,
+  setCode,
+  storedCode,
   storedUser,
   TEXT,
   textOf,
@@ -45,10 +47,13 @@ describe("POST /auth/register", () => {
     expect(user!.password).not.toBe(PASSWORD);
     expect(user!.password).toMatch(/^\$2[aby]\$04\$/); // bcrypt at the configured test cost
     expect(bcrypt.compareSync(PASSWORD, user!.password)).toBe(true);
-    expect(user!.verificationToken).toMatch(/^[1-9]\d{5}$/);
-    expect(user!.tokenExpiry).toBeGreaterThanOrEqual(before + 15 * 60_000);
-    expect(user!.tokenExpiry).toBeLessThanOrEqual(Date.now() + 15 * 60_000);
-    expect(user!.failedCodeAttempts).toBe(0);
+    expect(user!.createdAt).toBeGreaterThanOrEqual(before);
+    expect(user!.createdAt).toBeLessThanOrEqual(Date.now());
+    const code = await storedCode(email);
+    expect(code!.code).toMatch(/^[1-9]\d{5}$/);
+    expect(code!.expires_at).toBeGreaterThanOrEqual(before + 15 * 60_000);
+    expect(code!.expires_at).toBeLessThanOrEqual(Date.now() + 15 * 60_000);
+    expect(code!.attempts).toBe(0);
   });
 
   it("mails the stored code from the configured sender, authenticated with the mail account", async () => {
@@ -67,7 +72,7 @@ describe("POST /auth/register", () => {
     expect(parsed.from).toEqual({ name: env.MAIL_FROM_NAME, address: env.MAIL_EMAIL });
     expect(parsed.to).toEqual([{ name: "", address: email }]);
     expect(parsed.subject).toBe("Verify Your Email Address");
-    const code = (await storedUser(email))!.verificationToken;
+    const code = (await storedCode(email))!.code;
     expect(parsed.text?.trim()).toBe(`Your verification code is: ${code}`);
   });
 
@@ -147,7 +152,8 @@ describe("POST /auth/verify-email", () => {
     const response = await verify(email, await mailedCode(email));
     expect(await textOf(response)).toEqual({ status: 200, type: TEXT, body: "Email verified successfully." });
     const user = await storedUser(email);
-    expect(user).toMatchObject({ isVerified: 1, verificationToken: null, tokenExpiry: null, failedCodeAttempts: 0 });
+    expect(user).toMatchObject({ isVerified: 1 });
+    expect(await storedCode(email)).toBeNull();
   });
 
   it("matches the e-mail in any letter case", async () => {
@@ -186,14 +192,15 @@ describe("POST /auth/verify-email", () => {
     await register(email);
     const code = await mailedCode(email);
     expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
-    expect(await storedUser(email)).toMatchObject({ isVerified: 0, verificationToken: code, failedCodeAttempts: 1 });
+    expect(await storedUser(email)).toMatchObject({ isVerified: 0 });
+    expect(await storedCode(email)).toMatchObject({ code, attempts: 1 });
   });
 
   it("returns 401 for an expired code, even the right one", async () => {
     const email = randomEmail();
     await register(email);
     const code = await mailedCode(email);
-    await env.DB.prepare("UPDATE users SET tokenExpiry = ? WHERE email = ?").bind(Date.now() - 1, email).run();
+    await setCode(email, { expires_at: Date.now() - 1 });
     expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
     expect((await storedUser(email))!.isVerified).toBe(0);
   });
@@ -201,7 +208,7 @@ describe("POST /auth/verify-email", () => {
   it("accepts the code until the last moment of its 15 minutes", async () => {
     const email = randomEmail();
     await register(email);
-    await env.DB.prepare("UPDATE users SET tokenExpiry = ? WHERE email = ?").bind(Date.now() + 2_000, email).run();
+    await setCode(email, { expires_at: Date.now() + 2_000 });
     expect((await verify(email, await mailedCode(email))).status).toBe(200);
   });
 
@@ -210,12 +217,14 @@ describe("POST /auth/verify-email", () => {
     await register(email);
     const code = await mailedCode(email);
     for (let i = 0; i < 4; i++) expect((await verify(email, otherCode(code))).status).toBe(401);
-    expect((await storedUser(email))!.failedCodeAttempts).toBe(4);
+    expect((await storedCode(email))!.attempts).toBe(4);
     // Four wrong guesses leave the code usable...
     expect((await verify(email, "000000")).status).toBe(401);
     // ...the fifth voids it.
     expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
-    expect(await storedUser(email)).toMatchObject({ isVerified: 0, failedCodeAttempts: 5 });
+    expect(await storedUser(email)).toMatchObject({ isVerified: 0 });
+    // The refused try was not counted: the code is void at five.
+    expect((await storedCode(email))!.attempts).toBe(5);
   });
 
   it("lets the right code through after four wrong guesses", async () => {

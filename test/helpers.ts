@@ -87,19 +87,49 @@ export interface StoredUser {
   email: string;
   password: string;
   isVerified: number;
-  verificationToken: string | null;
-  tokenExpiry: number | null;
-  failedCodeAttempts: number;
+  createdAt: number;
   lastMailAt: number;
   mailWindowStart: number;
   mailsInWindow: number;
-  verifyWindowStart: number;
-  verifyFailures: number;
 }
 
 /** The row as D1 holds it, read with plain SQL rather than through the app. */
 export async function storedUser(email: string): Promise<StoredUser | null> {
   return env.DB.prepare("SELECT * FROM users WHERE email = ?").bind(email).first<StoredUser>();
+}
+
+export interface StoredCode {
+  code: string;
+  expires_at: number;
+  attempts: number;
+  window_start: number;
+  window_attempts: number;
+}
+
+/** The account's one-time code of `purpose` as D1 holds it (null once used), read with plain SQL. */
+export async function storedCode(email: string, purpose = "verify_email"): Promise<StoredCode | null> {
+  return env.DB.prepare(
+    "SELECT code, expires_at, attempts, window_start, window_attempts FROM one_time_codes WHERE purpose = ? AND user_id = (SELECT id FROM users WHERE email = ?)",
+  )
+    .bind(purpose, email)
+    .first<StoredCode>();
+}
+
+/** Rewrites columns of one table's rows matching `where`, to move an account through time without waiting. */
+async function rewrite(table: string, where: string, columns: Record<string, number | string | null>, params: unknown[]): Promise<void> {
+  const names = Object.keys(columns);
+  const assignments = names.map((name) => `"${name}" = ?`).join(", ");
+  await env.DB.prepare(`UPDATE ${table} SET ${assignments} WHERE ${where}`)
+    .bind(...names.map((name) => columns[name]), ...params)
+    .run();
+}
+
+export function setUser(email: string, columns: Record<string, number | string | null>): Promise<void> {
+  return rewrite("users", "email = ?", columns, [email]);
+}
+
+export function setCode(email: string, columns: Record<string, number | string | null>, purpose = "verify_email"): Promise<void> {
+  return rewrite("one_time_codes", "purpose = ? AND user_id = (SELECT id FROM users WHERE email = ?)", columns, [purpose, email]);
 }
 
 /** Asserts a plain-text response: status, exact body and content type. */

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { codesMatch, generateVerificationCode } from "../src/lib/codes";
+import { codesMatch, generateCode } from "../src/auth/codes";
 import { signLoginToken, verifyLoginToken } from "../src/lib/jwt";
 
-describe("generateVerificationCode", () => {
+describe("generateCode", () => {
   it("draws six-digit codes spread over the whole range 100000..999999", () => {
-    const codes = Array.from({ length: 20_000 }, generateVerificationCode);
+    const codes = Array.from({ length: 20_000 }, generateCode);
     expect(codes.every((code) => /^[1-9]\d{5}$/.test(code))).toBe(true);
     // Each of the nine leading digits should hold about a ninth of the draws.
     const byLeadingDigit = new Map<string, number>();

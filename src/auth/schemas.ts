@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, passwordBytes } from "../lib/password";
+import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, normalizePassword, passwordBytes } from "../lib/password";
 import { body, requiredString } from "../lib/validation";
 import { AuthMessage } from "./messages";
 
@@ -9,34 +9,48 @@ const MAX_EMAIL_LENGTH = 254;
 // Something@domain.tld with no white space, control characters or the characters that would break
 // out of an SMTP path (`<>`) or a header. Deliverability is proven by the code, not by a regex.
 const PLAUSIBLE_EMAIL = /^[^\s\p{Cc}<>()[\]\\,;:"@]+@[^\s\p{Cc}<>()[\]\\,;:"@]+\.[^\s\p{Cc}<>()[\]\\,;:"@.]{2,}$/u;
+// Code points nobody can see or type on purpose: controls, format characters (zero-width joiners, bidi
+// overrides), private-use, unassigned and other default-ignorable ones. Two addresses that look the same
+// must be the same address, so these are refused rather than kept or silently dropped.
+const INVISIBLE = /[\p{C}\p{Default_Ignorable_Code_Point}]/u;
 
-/** E-mail addresses are compared trimmed and lowercased, everywhere. */
+/**
+ * E-mail addresses are compared trimmed, in Unicode NFC and lowercased, everywhere. NFC is the form
+ * internationalized mail uses (RFC 6532), so `café` typed with a combining accent or a precomposed `é` is
+ * one address; compatibility folding (NFKC) is not applied, as it could change which mailbox is meant.
+ */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return email.trim().normalize("NFC").toLowerCase();
+}
+
+/** A plausible address: the rules register and login apply before anything is stored for an address. */
+function plausibleEmail(email: string): boolean {
+  return email.length <= MAX_EMAIL_LENGTH && !INVISIBLE.test(email) && PLAUSIBLE_EMAIL.test(email);
 }
 
 const credentialsEmail = v.pipe(
   requiredString(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
   v.transform(normalizeEmail),
-  v.description("E-mail address; compared trimmed and lowercased."),
+  v.check(plausibleEmail, AuthMessage.invalidEmail),
+  v.description("E-mail address; compared trimmed, in Unicode NFC and lowercased."),
 );
 
-// Passwords are taken as sent: only the empty string counts as missing.
+// Passwords are taken as sent (lib/password.ts hashes them in Unicode NFKC): only the empty string
+// counts as missing.
 const anyPassword = v.pipe(
   v.string((issue) => (issue.input == null || issue.input === "" ? AuthMessage.emailAndPasswordRequired : AuthMessage.emailAndPasswordStrings)),
   v.check((password) => password !== "", AuthMessage.emailAndPasswordRequired),
 );
 
 export const RegisterBody = body({
-  email: v.pipe(
-    credentialsEmail,
-    v.check((email) => email.length <= MAX_EMAIL_LENGTH && PLAUSIBLE_EMAIL.test(email), AuthMessage.invalidEmail),
-  ),
+  email: credentialsEmail,
   password: v.pipe(
     anyPassword,
-    v.check((password) => [...password].length >= MIN_PASSWORD_CHARS, AuthMessage.passwordTooShort),
-    v.check((password) => passwordBytes(password) <= MAX_PASSWORD_BYTES, AuthMessage.passwordTooLong),
-    v.description(`At least ${MIN_PASSWORD_CHARS} characters and at most ${MAX_PASSWORD_BYTES} bytes in UTF-8.`),
+    v.check((password) => [...normalizePassword(password)].length >= MIN_PASSWORD_CHARS, AuthMessage.passwordTooShort),
+    v.check((password) => passwordBytes(normalizePassword(password)) <= MAX_PASSWORD_BYTES, AuthMessage.passwordTooLong),
+    v.description(
+      `At least ${MIN_PASSWORD_CHARS} characters and at most ${MAX_PASSWORD_BYTES} bytes in UTF-8, counted after Unicode NFKC normalization.`,
+    ),
   ),
 });
 

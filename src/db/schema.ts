@@ -1,46 +1,77 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable("users", {
-  // INTEGER PRIMARY KEY without AUTOINCREMENT: SQLite hands out max(id) + 1, and users are never
-  // deleted, so the id equals the number of users at creation, as the spec says.
+  // INTEGER PRIMARY KEY without AUTOINCREMENT: SQLite hands out max(id) + 1, so while no account is
+  // deleted the id equals the number of users at creation, as the spec says. The id of a deleted account
+  // can come back, but nothing of the old account does: its sessions, codes and notes go with it.
   id: integer("id").primaryKey(),
-  // Stored trimmed and lowercased; the unique index decides concurrent registrations.
+  // Stored normalized (see normalizeEmail); the unique index decides concurrent registrations.
   email: text("email").notNull().unique(),
   password: text("password").notNull(),
   isVerified: integer("isVerified", { mode: "boolean" }).notNull().default(false),
-  verificationToken: text("verificationToken"),
-  tokenExpiry: integer("tokenExpiry"),
-  // Wrong codes against the current code; at MAX_CODE_ATTEMPTS the code is void.
-  failedCodeAttempts: integer("failedCodeAttempts").notNull().default(0),
-  // Verification mails (registration and resends): the last one, and a fixed one-hour window.
+  // Milliseconds since the epoch.
+  createdAt: integer("createdAt").notNull().default(0),
+  // Every mail to the account (codes of any purpose): the last one, and a fixed one-hour window.
   lastMailAt: integer("lastMailAt").notNull().default(0),
   mailWindowStart: integer("mailWindowStart").notNull().default(0),
   mailsInWindow: integer("mailsInWindow").notNull().default(0),
-  // Failed verifications across codes, in a fixed one-hour window.
-  verifyWindowStart: integer("verifyWindowStart").notNull().default(0),
-  verifyFailures: integer("verifyFailures").notNull().default(0),
 });
 
+/** What a one-time code proves when it is entered. */
+export const CODE_PURPOSES = ["verify_email"] as const;
+export type CodePurpose = (typeof CODE_PURPOSES)[number];
+
 /**
- * Consecutive failed logins per e-mail address, registered or not: unknown addresses are counted and
- * locked like real ones, so the answers do not tell which addresses have accounts. A successful login
+ * The live one-time code of each purpose of an account (the spec's verificationToken and tokenExpiry
+ * for purpose `verify_email`): one row per account and purpose, replaced when a new code is issued and
+ * deleted when the code is used. The hourly window outlives the codes it counted, so new codes bring no
+ * fresh guesses.
+ */
+export const oneTimeCodes = sqliteTable(
+  "one_time_codes",
+  {
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    purpose: text("purpose", { enum: CODE_PURPOSES }).notNull(),
+    code: text("code").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    // Tries claimed against this code; at MAX_CODE_ATTEMPTS it is void.
+    attempts: integer("attempts").notNull().default(0),
+    // Tries claimed against any code of this purpose, in a fixed one-hour window.
+    windowStart: integer("window_start").notNull().default(0),
+    windowAttempts: integer("window_attempts").notNull().default(0),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.purpose] })],
+);
+
+/**
+ * Login attempts per e-mail address, registered or not: unknown addresses are counted and locked like
+ * real ones, so the answers do not tell which addresses have accounts. `failures` counts the attempts
+ * claimed since the last successful login (failed, or still checking the password); a successful login
  * deletes the row.
  */
 export const loginFailures = sqliteTable("login_failures", {
   email: text("email").primaryKey(),
   failures: integer("failures").notNull().default(0),
   lockedUntil: integer("lockedUntil").notNull().default(0),
+  // For pruning rows nobody has used for a day.
+  lastAttemptAt: integer("lastAttemptAt").notNull().default(0),
 });
 
-export const notes = sqliteTable("notes", {
-  // AUTOINCREMENT so the id of a deleted note is never handed out again.
-  id: integer("id").primaryKey({ autoIncrement: true }),
-  title: text("title").notNull(),
-  content: text("content").notNull(),
-  createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
-  // The author, when NOTES_AUTH=required; null for notes created while notes were public.
-  userId: integer("user_id").references(() => users.id),
-}, (table) => [index("notes_user_id_id").on(table.userId, table.id)]);
+export const notes = sqliteTable(
+  "notes",
+  {
+    // AUTOINCREMENT so the id of a deleted note is never handed out again.
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    title: text("title").notNull(),
+    content: text("content").notNull(),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+    // The author, when NOTES_AUTH=required; null for notes created while notes were public.
+    userId: integer("user_id").references(() => users.id),
+  },
+  (table) => [index("notes_user_id_id").on(table.userId, table.id)],
+);
 
 export type User = typeof users.$inferSelect;
 export type Note = typeof notes.$inferSelect;

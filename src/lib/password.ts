@@ -8,8 +8,17 @@ export function passwordBytes(password: string): number {
   return new TextEncoder().encode(password).length;
 }
 
+/**
+ * The form a password is hashed and checked in: Unicode NFKC, as NIST SP 800-63B (5.1.1.2) recommends,
+ * so that the same password typed on two keyboards (a precomposed `é` or `e` plus a combining accent, a
+ * full-width digit or an ASCII one) is the same password. Nothing else is changed: no trimming, no case.
+ */
+export function normalizePassword(password: string): string {
+  return password.normalize("NFKC");
+}
+
 export function hashPassword(password: string, cost: number): Promise<string> {
-  return bcrypt.hash(password, cost);
+  return bcrypt.hash(normalizePassword(password), cost);
 }
 
 // One dummy hash per cost and isolate: comparing against it makes an unknown e-mail cost the same
@@ -25,11 +34,21 @@ function dummyHash(cost: number): Promise<string> {
   return hash;
 }
 
+/** One bcrypt comparison; a password longer than bcrypt can read is wrong (its first 72 bytes must not unlock). */
+async function matches(password: string, hash: string): Promise<boolean> {
+  return (await bcrypt.compare(password, hash)) && passwordBytes(password) <= MAX_PASSWORD_BYTES;
+}
+
 /**
- * True only when `hash` is present and matches. Always does one full bcrypt comparison, and treats a
- * password longer than bcrypt can read as wrong (its first 72 bytes alone must not unlock an account).
+ * True only when `hash` is present and matches the password. Always does at least one full bcrypt
+ * comparison. Accounts created before passwords were normalized hold a hash of the password as it was
+ * typed: when that differs from its NFKC form, the typed form is tried too.
  */
 export async function verifyPassword(password: string, hash: string | undefined, cost: number): Promise<boolean> {
-  const matches = await bcrypt.compare(password, hash ?? (await dummyHash(cost)));
-  return matches && hash !== undefined && passwordBytes(password) <= MAX_PASSWORD_BYTES;
+  const normalized = normalizePassword(password);
+  if (hash === undefined) {
+    await matches(normalized, await dummyHash(cost));
+    return false;
+  }
+  return (await matches(normalized, hash)) || (normalized !== password && (await matches(password, hash)));
 }

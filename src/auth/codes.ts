@@ -1,0 +1,137 @@
+import { and, eq, sql, type SQL } from "drizzle-orm";
+import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
+import type { Database } from "../types";
+import { claimWindowSql, CODE_TRIES_PER_HOUR, windowWait } from "./limits";
+
+/**
+ * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
+ * generator, one store (the `one_time_codes` table, a row per account and purpose) and one attempt rule.
+ */
+
+const MIN_CODE = 100_000;
+const CODE_RANGE = 900_000; // 100000..999999
+// The largest multiple of CODE_RANGE below 2^32: draws at or above it are redrawn, so every code is
+// equally likely (a plain `% CODE_RANGE` would favour the low codes).
+const UNBIASED_LIMIT = Math.floor(2 ** 32 / CODE_RANGE) * CODE_RANGE;
+
+/** Lifetime of a code. */
+export const CODE_TTL_MS = 15 * 60 * 1000;
+/** Tries after which a code is void, the right code included. */
+export const MAX_CODE_ATTEMPTS = 5;
+
+/** A 6-digit code, uniform over 100000..999999. */
+export function generateCode(): string {
+  const draw = new Uint32Array(1);
+  for (;;) {
+    crypto.getRandomValues(draw);
+    const value = draw[0]!;
+    if (value < UNBIASED_LIMIT) return String(MIN_CODE + (value % CODE_RANGE));
+  }
+}
+
+/** Compares a submitted code with the stored one in time that does not depend on where they differ. */
+export function codesMatch(submitted: string, stored: string): boolean {
+  const encoder = new TextEncoder();
+  const a = encoder.encode(submitted);
+  const b = encoder.encode(stored);
+  // timingSafeEqual needs equal lengths; a length mismatch is no secret (codes have a fixed length).
+  if (a.byteLength !== b.byteLength) return false;
+  return crypto.subtle.timingSafeEqual(a, b);
+}
+
+const ofCode = (userId: number, purpose: CodePurpose, code: string) =>
+  and(eq(oneTimeCodes.userId, userId), eq(oneTimeCodes.purpose, purpose), eq(oneTimeCodes.code, code));
+
+/**
+ * Issues the account's code of `purpose` for 15 more minutes and returns it: the live code again when
+ * there is one (a new code would kill the one in a slower earlier mail), with the tries it has had;
+ * otherwise a new code with none. One upsert whose CASE reads the row as it is at that moment, so a
+ * concurrent wrong guess can never be written back out of existence. `where` (on `users`) must hold for
+ * the account, or nothing is issued and this returns undefined.
+ */
+export async function issueCode(
+  db: Database,
+  userId: number,
+  purpose: CodePurpose,
+  now: number,
+  where?: SQL,
+): Promise<string | undefined> {
+  const live = sql`(${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS} AND ${oneTimeCodes.expiresAt} > ${now})`;
+  const [issued] = await db
+    .insert(oneTimeCodes)
+    .select(
+      db
+        .select({
+          userId: users.id,
+          purpose: sql<CodePurpose>`${purpose}`.as("purpose"),
+          code: sql<string>`${generateCode()}`.as("code"),
+          expiresAt: sql<number>`${now + CODE_TTL_MS}`.as("expires_at"),
+          attempts: sql<number>`0`.as("attempts"),
+          windowStart: sql<number>`0`.as("window_start"),
+          windowAttempts: sql<number>`0`.as("window_attempts"),
+        })
+        .from(users)
+        .where(and(eq(users.id, userId), where)),
+    )
+    .onConflictDoUpdate({
+      target: [oneTimeCodes.userId, oneTimeCodes.purpose],
+      set: {
+        code: sql`CASE WHEN ${live} THEN ${oneTimeCodes.code} ELSE excluded.code END`,
+        attempts: sql`CASE WHEN ${live} THEN ${oneTimeCodes.attempts} ELSE 0 END`,
+        expiresAt: sql`excluded.expires_at`,
+      },
+    })
+    .returning({ code: oneTimeCodes.code });
+  return issued?.code;
+}
+
+export type CodeClaim =
+  | { outcome: "claimed"; userId: number; code: string }
+  /** The hourly tries at codes of this purpose are used up. */
+  | { outcome: "throttled"; waitMs: number }
+  /** No account, no code, or the code has expired or is void. */
+  | { outcome: "invalid" };
+
+/**
+ * Claims one try at the live code of `purpose` of the account `account` selects, before the code is
+ * compared: one conditional UPDATE that refuses when the code is void or expired or the account's hourly
+ * tries are used up, and otherwise counts the try against both. However many guesses run at once, a
+ * code is compared at most MAX_CODE_ATTEMPTS times, and an account's codes CODE_TRIES_PER_HOUR times an
+ * hour. The read batched after it only tells a refusal's reason.
+ */
+export async function claimCodeAttempt(db: Database, account: SQL, purpose: CodePurpose, now: number): Promise<CodeClaim> {
+  const window = claimWindowSql(oneTimeCodes.windowStart, oneTimeCodes.windowAttempts, CODE_TRIES_PER_HOUR, now);
+  const ofThis = and(eq(oneTimeCodes.purpose, purpose), sql`${oneTimeCodes.userId} = (SELECT ${users.id} FROM ${users} WHERE ${account})`);
+  const [claimed, [state]] = await db.batch([
+    db
+      .update(oneTimeCodes)
+      .set({ attempts: sql`${oneTimeCodes.attempts} + 1`, windowStart: window.start, windowAttempts: window.count })
+      .where(
+        and(
+          ofThis,
+          sql`${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS}`,
+          sql`${oneTimeCodes.expiresAt} > ${now}`,
+          window.hasRoom,
+        ),
+      )
+      .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code }),
+    db.select({ start: oneTimeCodes.windowStart, count: oneTimeCodes.windowAttempts }).from(oneTimeCodes).where(ofThis),
+  ]);
+  const [claim] = claimed;
+  if (claim) return { outcome: "claimed", ...claim };
+  const waitMs = state ? windowWait(state, CODE_TRIES_PER_HOUR, now) : 0;
+  return waitMs > 0 ? { outcome: "throttled", waitMs } : { outcome: "invalid" };
+}
+
+/**
+ * The condition, for the statement that acts on a code, that the code is still the account's code of
+ * `purpose` (not used or replaced since it was claimed). Batch it with `deleteCode`, which uses it up.
+ */
+export function codeStillIssued(userId: number, purpose: CodePurpose, code: string): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${oneTimeCodes} WHERE ${ofCode(userId, purpose, code)})`;
+}
+
+/** Uses up the account's code of `purpose`, if it is still `code`. */
+export function deleteCode(db: Database, userId: number, purpose: CodePurpose, code: string) {
+  return db.delete(oneTimeCodes).where(ofCode(userId, purpose, code));
+}
