@@ -12,6 +12,7 @@ import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { notesApp } from "./notes/routes";
+import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings, Database } from "./types";
 
 const KiB = 1024;
@@ -67,4 +68,11 @@ app.onError((err, c) => {
 });
 
 export type AppType = typeof app;
-export default app;
+export { app };
+
+export default {
+  fetch: app.fetch,
+  async scheduled(_controller, env) {
+    await cleanUp(databaseFor(env.DB), Date.now());
+  },
+} satisfies ExportedHandler<Bindings>;

@@ -1,6 +1,7 @@
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { Config } from "./config";
 import type { Logger } from "./lib/log";
+import type { AccessClaims } from "./lib/tokens";
 
 /**
  * Bindings, vars and secrets as wrangler.toml declares them (generated into worker-configuration.d.ts).
@@ -10,7 +11,7 @@ import type { Logger } from "./lib/log";
 export type Bindings = Env;
 
 /** Plain query builder: the app uses no relational queries, so no schema is registered. */
-export type Database = DrizzleD1Database;
+export type Database = DrizzleD1Database & { $client: D1Database };
 
 /** The one environment type every Hono app and handler in this project shares. */
 export type AppEnv = {
@@ -20,7 +21,10 @@ export type AppEnv = {
     config: Config;
     requestId: string;
     log: Logger;
-    /** The caller's user id when NOTES_AUTH=required; undefined while notes are public. */
-    owner?: number;
+    /**
+     * The user and session of a valid access token, on endpoints that require one (and on the notes area
+     * when NOTES_AUTH=required); undefined while notes are public.
+     */
+    caller?: AccessClaims;
   };
 };

@@ -250,19 +250,21 @@ describe("POST /auth/verify-email", () => {
 });
 
 describe("POST /auth/login", () => {
-  it("returns an HS256 JWT with the user id as a string, expiring one hour after issue", async () => {
+  it("returns an HS256 JWT with the user id as a string, expiring one hour after issue, and a refresh token", async () => {
     const email = await verifiedAccount();
     const response = await login(email, PASSWORD);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/json");
-    const body = (await response.json()) as { token: string };
-    expect(Object.keys(body)).toEqual(["token"]);
+    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number };
+    expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in"]);
+    expect(body.expires_in).toBe(3600);
 
     const { payload, protectedHeader } = await jwtVerify(body.token, new TextEncoder().encode(env.JWT_SECRET_KEY), {
       algorithms: ["HS256"],
     });
     expect(protectedHeader.alg).toBe("HS256");
     expect(payload.id).toBe(String((await storedUser(email))!.id));
+    expect(payload.sid).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(payload.exp! - payload.iat!).toBe(3600);
     expect(Math.abs(payload.iat! - Date.now() / 1000)).toBeLessThan(60);
   });
@@ -330,6 +332,6 @@ describe("wrong methods and unknown paths in the accounts area", () => {
   });
 
   it("returns 404 plain text for an unknown /auth path", async () => {
-    expect(await textOf(await call("POST", "/auth/logout", {}))).toEqual({ status: 404, type: TEXT, body: "Not found." });
+    expect(await textOf(await call("POST", "/auth/no-such-thing", {}))).toEqual({ status: 404, type: TEXT, body: "Not found." });
   });
 });

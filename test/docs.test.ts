@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { hc } from "hono/client";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../src/auth/messages";
-import app, { type AppType } from "../src/index";
+import { app, type AppType } from "../src/index";
 import { NoteMessage } from "../src/notes/schemas";
 import { BASE, call, mailedCode, PASSWORD, randomEmail } from "./helpers";
 

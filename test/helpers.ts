@@ -28,6 +28,15 @@ export function call(method: string, path: string, body?: unknown, headers: Reco
   return exports.default.fetch(buildRequest(method, path, body, headers));
 }
 
+/**
+ * Fires the worker's cron trigger through the runtime, as Cloudflare does: a scheduled event dispatched to
+ * the main module. Fetcher.scheduled() exists at run time but is not in the generated types.
+ */
+export async function fireCron(cron = "17 * * * *", scheduledTime = new Date()): Promise<void> {
+  const main = exports.default as unknown as { scheduled(options: { cron: string; scheduledTime: Date }): Promise<unknown> };
+  await main.scheduled({ cron, scheduledTime });
+}
+
 /** The same app with some bindings replaced: another SMTP peer, a missing secret, a broken database. */
 export async function callWithEnv(
   overrides: Partial<Bindings>,

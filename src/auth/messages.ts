@@ -22,6 +22,11 @@ export const AuthMessage = {
   verifyThrottled: "Too many failed verification attempts. Please try again later.",
   loginLocked: "Too many failed login attempts. Please try again later.",
   clientThrottled: "Too many requests. Please slow down.",
+  invalidAccessToken: "Invalid or expired access token.",
+  refreshTokenRequired: "Refresh token is required.",
+  refreshTokenString: "Refresh token must be a string.",
+  invalidRefreshToken: "Invalid or expired refresh token.",
+  sessionNotFound: "Session not found.",
   bodyTooLarge: "Request body is too large (limit 16 KiB).",
   internalError: "Internal server error.",
 } as const;

@@ -1,14 +1,24 @@
 import { Hono } from "hono";
 import { methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
-import { login } from "./login";
+import { account } from "./account";
 import { registration } from "./registration";
+import { sessionRoutes } from "./sessions";
 
 /** The accounts area: one sub-app per flow, mounted at /auth. */
-export const auth = new Hono<AppEnv>().route("/", registration).route("/", login);
+export const auth = new Hono<AppEnv>().route("/", registration).route("/", sessionRoutes).route("/", account);
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.
-for (const path of ["/register", "/resend-verification", "/verify-email", "/login"]) {
-  auth.all(path, methodNotAllowed("POST"));
-}
+const methods: Record<string, string> = {
+  "/register": "POST",
+  "/resend-verification": "POST",
+  "/verify-email": "POST",
+  "/login": "POST",
+  "/refresh": "POST",
+  "/logout": "POST",
+  "/sessions": "GET, DELETE",
+  "/sessions/:id": "DELETE",
+  "/me": "GET",
+};
+for (const [path, allow] of Object.entries(methods)) auth.all(path, methodNotAllowed(allow));

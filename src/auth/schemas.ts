@@ -74,3 +74,10 @@ export const VerifyEmailBody = body({
 export const ResendVerificationBody = body({
   email: v.pipe(requiredString(AuthMessage.emailRequired, AuthMessage.emailString), v.transform(normalizeEmail)),
 });
+
+export const RefreshBody = body({
+  refresh_token: v.pipe(
+    requiredString(AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString),
+    v.description("The refresh token from the last login or refresh."),
+  ),
+});

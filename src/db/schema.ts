@@ -59,6 +59,33 @@ export const loginFailures = sqliteTable("login_failures", {
   lastAttemptAt: integer("lastAttemptAt").notNull().default(0),
 });
 
+/**
+ * One row per login: what its tokens are checked against, so ending it ends them at once. Refresh tokens
+ * are not stored at all: they are derived from the session id and its generation (see lib/tokens.ts),
+ * and each refresh moves the generation on.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    // 128 random bits, base64url; the `sid` claim of its access tokens.
+    id: text("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // Milliseconds since the epoch, all of them.
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at").notNull(),
+    // The earlier of last refresh + idle lifetime and login + absolute lifetime.
+    expiresAt: integer("expires_at").notNull(),
+    // Refreshes so far; only the refresh token of the current generation rotates the session.
+    generation: integer("generation").notNull().default(0),
+    // When the generation last moved on: the previous token is still honoured for a few seconds after.
+    rotatedAt: integer("rotated_at").notNull().default(0),
+    userAgent: text("user_agent"),
+  },
+  (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
+);
+
 export const notes = sqliteTable(
   "notes",
   {
@@ -74,4 +101,5 @@ export const notes = sqliteTable(
 );
 
 export type User = typeof users.$inferSelect;
+export type Session = typeof sessions.$inferSelect;
 export type Note = typeof notes.$inferSelect;

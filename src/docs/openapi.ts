@@ -1,7 +1,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type { GenericSchema } from "valibot";
 import { AuthMessage } from "../auth/messages";
-import { LoginBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../auth/schemas";
+import { LoginBody, RefreshBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../auth/schemas";
 import { ListQuery, MAX_PAGE_SIZE, NoteMessage, CreateNoteBody, UpdateNoteBody } from "../notes/schemas";
 
 /**
@@ -61,8 +61,19 @@ const accountErrors = {
   "429": { ...text("Per-client rate limit", AuthMessage.clientThrottled), headers: retryAfter },
   "500": text("Unexpected failure", AuthMessage.internalError),
 };
+/** The answers of an accounts endpoint that needs `Authorization: Bearer <access token>`. */
+const bearerErrors = {
+  "401": {
+    ...text("Missing, invalid or expired access token, or its session has ended", AuthMessage.invalidAccessToken),
+    headers: { "WWW-Authenticate": { description: "`Bearer`", schema: { type: "string" } } },
+  },
+  "500": text("Unexpected failure", AuthMessage.internalError),
+};
+const bearerOnly = [{ bearer: [] }];
+const sessionTokens = json("A new pair of tokens", { $ref: "#/components/schemas/Token" });
+
 const notesAuth = {
-  "401": { ...jsonError("Missing or invalid login token (only with NOTES_AUTH=required)", NoteMessage.unauthorized) },
+  "401": { ...jsonError("Missing, invalid or expired access token, or its session has ended (only with NOTES_AUTH=required)", NoteMessage.unauthorized) },
 };
 const notesErrors = {
   ...notesAuth,
@@ -102,12 +113,43 @@ export function openApiDocument(): Json {
         Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
         Token: {
           type: "object",
-          required: ["token"],
-          properties: { token: { type: "string", description: "HS256 JWT: claims id (string), iat, exp = iat + 3600" } },
+          required: ["token", "refresh_token", "expires_in"],
+          properties: {
+            token: { type: "string", description: "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + 3600" },
+            refresh_token: { type: "string", description: "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)." },
+            expires_in: { type: "integer", description: "Seconds the access token lives: 3600" },
+          },
+        },
+        Session: {
+          type: "object",
+          required: ["id", "created_at", "last_used_at", "expires_at", "user_agent", "current"],
+          properties: {
+            id: { type: "string" },
+            created_at: { type: "string", format: "date-time", description: "The login" },
+            last_used_at: { type: "string", format: "date-time", description: "The last login or refresh" },
+            expires_at: { type: "string", format: "date-time", description: "30 days after the last refresh, at most 90 days after the login" },
+            user_agent: { type: ["string", "null"], description: "The User-Agent of the login, at most 200 characters" },
+            current: { type: "boolean", description: "True for the session of the token that asked" },
+          },
+        },
+        Me: {
+          type: "object",
+          required: ["id", "email", "verified", "created_at"],
+          properties: {
+            id: { type: "integer" },
+            email: { type: "string" },
+            verified: { type: "boolean" },
+            created_at: { type: "string", format: "date-time" },
+          },
         },
       },
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The login token; needed by /notes only with NOTES_AUTH=required" },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "The access token of a login or refresh; needed by /notes only with NOTES_AUTH=required",
+        },
       },
     },
     paths: {
@@ -166,16 +208,79 @@ export function openApiDocument(): Json {
         post: {
           tags: ["accounts"],
           summary: "Log in",
-          description: "Returns a JWT valid for one hour. Ten failed logins lock the address for 15 minutes.",
+          description:
+            "Starts a session: an access token (JWT, one hour) and a refresh token. Ten attempts (failed or in flight) lock the address for 15 minutes.",
           requestBody: jsonBody(LoginBody, { email: "ada@example.com", password: "correct horse battery" }),
           responses: {
             "200": json("Logged in", { $ref: "#/components/schemas/Token" }),
-            "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, ...badJson),
+            "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
             "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
             "403": text("E-mail not verified", AuthMessage.notVerified),
             ...accountErrors,
             "429": { ...text("Address locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
           },
+        },
+      },
+      "/auth/refresh": {
+        post: {
+          tags: ["accounts"],
+          summary: "Refresh the tokens",
+          description:
+            "Exchanges the refresh token for a new pair (rotation). The replaced token still gives the same new pair for 10 seconds " +
+            "(concurrent refreshes of one app); after that, presenting it again ends the whole session.",
+          requestBody: jsonBody(RefreshBody, { refresh_token: "AAAAAAAAAAAAAAAAAAAAAA.0.…" }),
+          responses: {
+            "200": sessionTokens,
+            "400": text("Missing or malformed field", AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString, ...badJson),
+            "401": text("Malformed, unknown, replaced, expired or revoked refresh token", AuthMessage.invalidRefreshToken),
+            ...accountErrors,
+          },
+        },
+      },
+      "/auth/logout": {
+        post: {
+          tags: ["accounts"],
+          summary: "Log out",
+          description: "Ends the session of the access token: its access and refresh tokens are refused from now on.",
+          security: bearerOnly,
+          responses: { "204": { description: "Logged out" }, ...bearerErrors },
+        },
+      },
+      "/auth/sessions": {
+        get: {
+          tags: ["accounts"],
+          summary: "List your sessions",
+          description: "The caller's live sessions (devices), the most recently used first.",
+          security: bearerOnly,
+          responses: { "200": json("The sessions", { type: "array", items: { $ref: "#/components/schemas/Session" } }), ...bearerErrors },
+        },
+        delete: {
+          tags: ["accounts"],
+          summary: "End your other sessions",
+          description: "Ends every session of the caller except the current one.",
+          security: bearerOnly,
+          responses: { "204": { description: "Ended" }, ...bearerErrors },
+        },
+      },
+      "/auth/sessions/{id}": {
+        parameters: [{ name: "id", in: "path", required: true, description: "A session id from GET /auth/sessions", schema: { type: "string" } }],
+        delete: {
+          tags: ["accounts"],
+          summary: "End one of your sessions",
+          security: bearerOnly,
+          responses: {
+            "204": { description: "Ended" },
+            "404": text("No such session of the caller", AuthMessage.sessionNotFound),
+            ...bearerErrors,
+          },
+        },
+      },
+      "/auth/me": {
+        get: {
+          tags: ["accounts"],
+          summary: "Your account",
+          security: bearerOnly,
+          responses: { "200": json("The caller's account", { $ref: "#/components/schemas/Me" }), ...bearerErrors },
         },
       },
       "/notes": {

@@ -1,6 +1,9 @@
 import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
+import { batchable } from "../db/raw";
 import { notes, type Note } from "../db/schema";
+import { asCaller } from "../auth/session-store";
 import { describeError, type Logger } from "../lib/log";
+import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
 import { noteJson } from "./schemas";
 
@@ -28,17 +31,21 @@ interface ChunkRow {
 
 /**
  * The notes after `after` by id ascending, at most LIST_CHUNK_SIZE of them and no more than start within
- * LIST_CHUNK_CHARS: one D1 round trip. `more` is false once the table has nothing after the last row.
+ * LIST_CHUNK_CHARS: one D1 round trip.
  */
-async function fetchChunk(db: Database, owner: number | undefined, after: number): Promise<{ rows: Note[]; more: boolean }> {
+function chunkQuery(db: Database, owner: number | undefined, after: number) {
   const ofOwner = owner === undefined ? sql`` : sql`AND user_id = ${owner}`;
-  const rows = await db.all<ChunkRow>(sql`
+  return batchable(db, db.all<ChunkRow>(sql`
     SELECT id, title, content, created_at, user_id, running FROM (
       SELECT *, SUM(length(title) + length(content)) OVER (ORDER BY id) AS running
       FROM (SELECT * FROM ${notes} WHERE id > ${after} ${ofOwner} ORDER BY id LIMIT ${LIST_CHUNK_SIZE + 1})
     )
     WHERE running - (length(title) + length(content)) < ${LIST_CHUNK_CHARS}
-    ORDER BY id`);
+    ORDER BY id`));
+}
+
+/** A chunk's rows as notes; `more` is false once the table has nothing after the last row. */
+function toChunk(rows: ChunkRow[]): { rows: Note[]; more: boolean } {
   // One row past a full chunk only tells that there is more: it is sent with the next chunk, so a list
   // of exactly LIST_CHUNK_SIZE notes costs one query, not a second, empty one.
   const fullChunk = rows.length > LIST_CHUNK_SIZE;
@@ -57,9 +64,9 @@ async function fetchChunk(db: Database, owner: number | undefined, after: number
   };
 }
 
-/** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(owner: number | undefined): SQL | undefined {
-  return owner === undefined ? undefined : eq(notes.userId, owner);
+/** The condition that limits a query to the caller's notes; none when notes are public (NOTES_AUTH=off). */
+export function ownedBy(caller: AccessClaims | undefined): SQL | undefined {
+  return caller === undefined ? undefined : eq(notes.userId, caller.userId);
 }
 
 /** The reason the body stream fails with when a later chunk fails. */
@@ -87,9 +94,14 @@ function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): string {
 export async function streamNotes(
   db: Database,
   log: Logger,
-  owner: number | undefined,
-): Promise<string | ReadableStream<Uint8Array>> {
-  const first = await fetchChunk(db, owner, Number.MIN_SAFE_INTEGER);
+  caller: AccessClaims | undefined,
+  now: number,
+): Promise<string | ReadableStream<Uint8Array> | undefined> {
+  const owner = caller?.userId;
+  // The first chunk is read in one round trip with the check of the caller's session.
+  const firstRows = await asCaller(db, caller, now, chunkQuery(db, owner, Number.MIN_SAFE_INTEGER));
+  if (!firstRows) return undefined;
+  const first = toChunk(firstRows);
   // A list that fits one chunk is the whole answer already: no stream needed.
   if (!first.more) return encodeChunk(first.rows, true, true);
 
@@ -107,7 +119,7 @@ export async function streamNotes(
     },
     async pull(controller) {
       try {
-        const { rows, more } = await fetchChunk(db, owner, lastId);
+        const { rows, more } = toChunk(await chunkQuery(db, owner, lastId));
         if (cancelled) return;
         lastId = rows.at(-1)?.id ?? lastId;
         const isLast = !more;
@@ -133,15 +145,21 @@ export async function streamNotes(
  */
 export async function listPage(
   db: Database,
-  owner: number | undefined,
+  caller: AccessClaims | undefined,
+  now: number,
   limit: number,
   after: number | undefined,
-): Promise<{ notes: Note[]; hasMore: boolean }> {
-  const rows = await db
-    .select()
-    .from(notes)
-    .where(and(ownedBy(owner), after === undefined ? undefined : gt(notes.id, after)))
-    .orderBy(asc(notes.id))
-    .limit(limit + 1);
-  return { notes: rows.slice(0, limit), hasMore: rows.length > limit };
+): Promise<{ notes: Note[]; hasMore: boolean } | undefined> {
+  const rows = await asCaller(
+    db,
+    caller,
+    now,
+    db
+      .select()
+      .from(notes)
+      .where(and(ownedBy(caller), after === undefined ? undefined : gt(notes.id, after)))
+      .orderBy(asc(notes.id))
+      .limit(limit + 1),
+  );
+  return rows && { notes: rows.slice(0, limit), hasMore: rows.length > limit };
 }

@@ -1,0 +1,159 @@
+import { and, eq, gt, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { ConfigError } from "../config";
+import { sessions } from "../db/schema";
+import {
+  ACCESS_TOKEN_TTL_SECONDS,
+  newSessionId,
+  refreshTokenFor,
+  signAccessToken,
+  verifyAccessToken,
+  type AccessClaims,
+  type RefreshClaims,
+} from "../lib/tokens";
+import type { AppEnv, Database } from "../types";
+import { AuthMessage } from "./messages";
+
+/** Server-side sessions: one per login, checked wherever an access token is. */
+
+const DAY = 24 * 60 * 60 * 1000;
+/** A session ends this long after its last refresh... */
+export const SESSION_IDLE_MS = 30 * DAY;
+/** ...and at the latest this long after its login. */
+export const SESSION_ABSOLUTE_MS = 90 * DAY;
+/** For this long after a refresh, the refresh token it replaced still refreshes (to the same new token). */
+export const REFRESH_GRACE_MS = 10_000;
+/** What is kept of a User-Agent header. */
+const USER_AGENT_CHARS = 200;
+
+/** The User-Agent as a session shows it: control characters out, white space folded, at most 200 characters. */
+export function shortUserAgent(header: string | undefined): string | null {
+  const text = (header ?? "").replace(/[\p{C}\s]+/gu, " ").trim();
+  return text === "" ? null : [...text].slice(0, USER_AGENT_CHARS).join("");
+}
+
+/** A new session for a login; its id is the access token's `sid`. */
+export function createSession(db: Database, userId: number, userAgent: string | null, now: number) {
+  const id = newSessionId();
+  const query = db.insert(sessions).values({
+    id,
+    userId,
+    createdAt: now,
+    lastUsedAt: now,
+    expiresAt: now + SESSION_IDLE_MS,
+    generation: 0,
+    rotatedAt: 0,
+    userAgent,
+  });
+  return { id, query };
+}
+
+/** The answer of a login and of a refresh: the spec's `token`, and the refresh token beside it. */
+export async function sessionTokens(
+  caller: AccessClaims,
+  generation: number,
+  secret: string,
+  log: AppEnv["Variables"]["log"],
+): Promise<{ token: string; refresh_token: string; expires_in: number }> {
+  const [token, refreshToken] = await Promise.all([
+    signAccessToken(caller, secret, log),
+    refreshTokenFor({ sessionId: caller.sessionId, generation }, secret),
+  ]);
+  return { token, refresh_token: refreshToken, expires_in: ACCESS_TOKEN_TTL_SECONDS };
+}
+
+/**
+ * A refresh, as one batch (one transaction) of two conditional writes, so concurrent refreshes cannot
+ * interleave between a read and a write:
+ * 1. a compare-and-swap on the generation: the current generation's token moves the session to the
+ *    next one; the token just replaced, within REFRESH_GRACE_MS of that, gets the same next generation
+ *    (an app that sent two refreshes at once gets one working token, whichever answer it keeps);
+ * 2. reuse: any older token, or the replaced one after the grace period, is a copy in someone else's
+ *    hands: the session is deleted, and with it every token of that login.
+ * Returns the rotated session (user and new generation) or whether the session was revoked.
+ */
+export async function rotateSession(
+  db: Database,
+  { sessionId, generation }: RefreshClaims,
+  now: number,
+): Promise<{ rotated?: { userId: number; generation: number }; revoked?: { userId: number } }> {
+  const current = eq(sessions.generation, generation);
+  const justReplaced = and(eq(sessions.generation, generation + 1), gt(sessions.rotatedAt, now - REFRESH_GRACE_MS));
+  const [[rotated], [revoked]] = await db.batch([
+    db
+      .update(sessions)
+      .set({
+        generation: sql`CASE WHEN ${current} THEN ${generation + 1} ELSE ${sessions.generation} END`,
+        rotatedAt: sql`CASE WHEN ${current} THEN ${now} ELSE ${sessions.rotatedAt} END`,
+        lastUsedAt: now,
+        expiresAt: sql`MIN(${now + SESSION_IDLE_MS}, ${sessions.createdAt} + ${SESSION_ABSOLUTE_MS})`,
+      })
+      .where(and(eq(sessions.id, sessionId), gt(sessions.expiresAt, now), sql`(${current} OR ${justReplaced})`))
+      .returning({ userId: sessions.userId, generation: sessions.generation }),
+    db
+      .delete(sessions)
+      .where(and(eq(sessions.id, sessionId), gt(sessions.generation, generation), sql`NOT (${justReplaced})`))
+      .returning({ userId: sessions.userId }),
+  ]);
+  return { rotated, revoked };
+}
+
+/** The caller's session row, as long as it is live (a condition on `sessions`). */
+export function callerSession(caller: AccessClaims, now: number): SQL {
+  return and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId), gt(sessions.expiresAt, now))!;
+}
+
+/** The condition that the caller's session is live: part of every statement a session authorizes. */
+export function liveSession(caller: AccessClaims, now: number): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${callerSession(caller, now)})`;
+}
+
+/** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
+export function sessionCheck(db: Database, caller: AccessClaims, now: number) {
+  return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
+}
+
+/**
+ * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
+ * result, or undefined when the session is not live (the caller gets a 401, whatever the query found).
+ * Without a caller (public notes) the query runs alone.
+ */
+export async function asCaller<Q extends BatchItem<"sqlite">>(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  query: Q,
+): Promise<Q["_"]["result"] | undefined> {
+  if (!caller) {
+    const [result] = await db.batch([query]);
+    return result;
+  }
+  const [live, result] = await db.batch([sessionCheck(db, caller, now), query]);
+  return live.length > 0 ? result : undefined;
+}
+
+/**
+ * The claims of the request's `Authorization: Bearer <access token>`, or undefined when there is none or
+ * it is not valid. Checks the signature and the claims only; the session is checked in D1 by the handler.
+ */
+export async function bearerClaims(c: Context<AppEnv>): Promise<AccessClaims | undefined> {
+  const { jwtSecret } = c.var.config;
+  if (!jwtSecret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot check access tokens");
+  const token = /^Bearer +([^ ]+)$/i.exec(c.req.header("Authorization") ?? "")?.[1];
+  return token ? verifyAccessToken(token, jwtSecret).catch(() => undefined) : undefined;
+}
+
+/** The accounts area's 401 for a missing, invalid or revoked access token. */
+export function unauthorized(c: Context): Response {
+  return c.text(AuthMessage.invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });
+}
+
+/** For /auth endpoints that act for a logged-in user: sets `c.var.caller` from a valid access token. */
+export const requireAccessToken = createMiddleware<AppEnv>(async (c, next) => {
+  const caller = await bearerClaims(c);
+  if (!caller) return unauthorized(c);
+  c.set("caller", caller);
+  await next();
+});

@@ -1,0 +1,132 @@
+import { jwtVerify, SignJWT } from "jose";
+import type { Logger } from "./log";
+
+/**
+ * The two tokens a login hands out:
+ * - the access token, a JWT signed with JWT_SECRET_KEY (HS256): claim `id` (the user id as a string, as
+ *   the spec says), `sid` (the session), `iat`, and `exp` one hour later;
+ * - the refresh token, `<session id>.<generation>.<MAC>`: an HMAC-SHA-256, under a key derived from the
+ *   same secret, of the session id (128 random bits) and its generation. It is derived, not stored, so
+ *   D1 never holds one, and every refresh of one generation yields the same next token.
+ */
+
+const ALGORITHM = "HS256";
+export const ACCESS_TOKEN_TTL_SECONDS = 60 * 60;
+
+const encoder = new TextEncoder();
+
+function key(secret: string): Uint8Array {
+  return encoder.encode(secret);
+}
+
+/** HS256 wants a key at least as long as its output: 32 bytes. */
+const MIN_SECRET_BYTES = 32;
+let shortSecretReported = false;
+
+export interface AccessClaims {
+  userId: number;
+  sessionId: string;
+}
+
+/** 16 random bytes in base64url. */
+const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
+/** A user id as the `id` claim holds it: canonical decimal, no sign, no leading zero, no white space. */
+const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
+
+function base64url(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromBase64url(text: string): Uint8Array {
+  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
+
+/** A new session id: 128 bits from the runtime's CSPRNG. */
+export function newSessionId(): string {
+  return base64url(crypto.getRandomValues(new Uint8Array(16)));
+}
+
+export async function signAccessToken(claims: AccessClaims, secret: string, log?: Logger): Promise<string> {
+  if (!shortSecretReported && key(secret).byteLength < MIN_SECRET_BYTES) {
+    shortSecretReported = true;
+    log?.warn("jwt_secret_short", { detail: `JWT_SECRET_KEY is shorter than ${MIN_SECRET_BYTES} bytes; use a longer random secret` });
+  }
+  const issuedAt = Math.floor(Date.now() / 1000);
+  return new SignJWT({ id: String(claims.userId), sid: claims.sessionId })
+    .setProtectedHeader({ alg: ALGORITHM, typ: "JWT" })
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + ACCESS_TOKEN_TTL_SECONDS)
+    .sign(key(secret));
+}
+
+/**
+ * The claims of a valid access token; throws for anything else. Only HS256 is accepted (a token cannot
+ * choose its own algorithm); `iat` and `exp` must be present, and a token may not live longer than ours
+ * do, whatever its `exp` says; `id` must be a canonical decimal user id and `sid` a session id. Whether
+ * the session is still live is for the caller to check, in D1.
+ */
+export async function verifyAccessToken(token: string, secret: string): Promise<AccessClaims> {
+  const { payload } = await jwtVerify(token, key(secret), {
+    algorithms: [ALGORITHM],
+    requiredClaims: ["iat", "exp"],
+    maxTokenAge: ACCESS_TOKEN_TTL_SECONDS,
+  });
+  const { id, sid, iat, exp } = payload;
+  if (exp! - iat! > ACCESS_TOKEN_TTL_SECONDS) throw new Error("access token lives longer than an access token may");
+  if (typeof id !== "string" || !CANONICAL_ID.test(id) || !Number.isSafeInteger(Number(id))) throw new Error("bad id claim");
+  if (typeof sid !== "string" || !SESSION_ID.test(sid)) throw new Error("bad sid claim");
+  return { userId: Number(id), sessionId: sid };
+}
+
+// One HMAC key per secret and isolate, derived from JWT_SECRET_KEY with HKDF, so the MAC of a refresh
+// token is never something the JWT key would also sign.
+const refreshKeys = new Map<string, Promise<CryptoKey>>();
+
+function refreshKey(secret: string): Promise<CryptoKey> {
+  let derived = refreshKeys.get(secret);
+  if (!derived) {
+    derived = crypto.subtle
+      .importKey("raw", key(secret), "HKDF", false, ["deriveKey"])
+      .then((base) =>
+        crypto.subtle.deriveKey(
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("notes-api refresh token v1") },
+          base,
+          { name: "HMAC", hash: "SHA-256", length: 256 },
+          false,
+          ["sign", "verify"],
+        ),
+      );
+    refreshKeys.set(secret, derived);
+  }
+  return derived;
+}
+
+export interface RefreshClaims {
+  sessionId: string;
+  generation: number;
+}
+
+function refreshPayload({ sessionId, generation }: RefreshClaims): Uint8Array {
+  return encoder.encode(`${sessionId}.${generation}`);
+}
+
+/** The refresh token of a session's generation. */
+export async function refreshTokenFor(claims: RefreshClaims, secret: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", await refreshKey(secret), refreshPayload(claims));
+  return `${claims.sessionId}.${claims.generation}.${base64url(new Uint8Array(mac))}`;
+}
+
+const REFRESH_TOKEN = /^([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,8})\.([A-Za-z0-9_-]{43})$/;
+
+/** The session and generation a refresh token names, if its MAC is right; undefined for anything else. */
+export async function readRefreshToken(token: string, secret: string): Promise<RefreshClaims | undefined> {
+  const match = REFRESH_TOKEN.exec(token);
+  if (!match) return undefined;
+  const claims = { sessionId: match[1]!, generation: Number(match[2]) };
+  // HMAC verification compares in constant time.
+  const valid = await crypto.subtle.verify("HMAC", await refreshKey(secret), fromBase64url(match[3]!), refreshPayload(claims));
+  return valid ? claims : undefined;
+}
