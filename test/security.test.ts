@@ -346,6 +346,42 @@ describe("deeply nested JSON bodies", () => {
   });
 });
 
+describe("request bodies that are not UTF-8", () => {
+  const NOT_UTF8 = "Request body must be valid UTF-8.";
+  const utf8 = (text: string) => new TextEncoder().encode(text);
+  /** Raw bytes between two pieces of JSON text. */
+  const withBytes = (before: string, bytes: number[], after: string) => new Uint8Array([...utf8(before), ...bytes, ...utf8(after)]);
+
+  it.each([
+    ["0xC3 0x28 (a lead byte without its continuation)", [0xc3, 0x28]],
+    ["a lone 0xFF", [0xff]],
+    ["0xC0 0xAF (an overlong '/')", [0xc0, 0xaf]],
+    ["0xED 0xA0 0x80 (a surrogate encoded as UTF-8)", [0xed, 0xa0, 0x80]],
+  ])("answers 400 plain text on /auth/register for %s and creates no account", async (_case, bytes) => {
+    const email = randomEmail();
+    const body = withBytes(`{"email":"${email}","password":"${PASSWORD}`, bytes, '"}');
+    expect(await textOf(await call("POST", "/auth/register", body))).toEqual({ status: 400, type: TEXT, body: NOT_UTF8 });
+    expect(await storedUser(email)).toBeNull();
+  });
+
+  it.each([
+    ["0xC3 0x28 (a lead byte without its continuation)", [0xc3, 0x28]],
+    ["a lone 0xFF", [0xff]],
+  ])("answers 400 JSON on POST and PATCH /notes for %s and stores nothing", async (_case, bytes) => {
+    const marker = crypto.randomUUID();
+    const created = await call("POST", "/notes", withBytes(`{"title":"${marker}`, bytes, '","content":"c"}'));
+    expect(await jsonOf(created)).toEqual({ status: 400, type: JSON_TYPE, body: { error: NOT_UTF8 } });
+    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM notes WHERE title LIKE ?").bind(`${marker}%`).first<{ n: number }>();
+    expect(stored!.n).toBe(0);
+
+    const { id } = (await (await call("POST", "/notes", { title: marker, content: "before" })).json()) as { id: number };
+    const patched = await call("PATCH", `/notes/${id}`, withBytes('{"content":"after', bytes, '"}'));
+    expect(await jsonOf(patched)).toEqual({ status: 400, type: JSON_TYPE, body: { error: NOT_UTF8 } });
+    const row = await env.DB.prepare("SELECT content FROM notes WHERE id = ?").bind(id).first<{ content: string }>();
+    expect(row!.content).toBe("before");
+  });
+});
+
 describe("headers on every response", () => {
   it.each([
     ["GET", "/notes"],

@@ -25,6 +25,7 @@ export function methodNotAllowed(allow: string) {
 
 /** The 400 messages of a body that is not a JSON object, the same in both areas. */
 export const BodyMessage = {
+  notUtf8: "Request body must be valid UTF-8.",
   notJson: "Request body must be valid JSON.",
   notObject: "Request body must be a JSON object.",
   loneSurrogate: "Request body must not contain unpaired UTF-16 surrogates.",
@@ -32,7 +33,7 @@ export const BodyMessage = {
 
 /** Parses the request body as a JSON object; anything else is a 400 with a message saying what is wrong. */
 export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.text();
+  const text = decodeUtf8(await c.req.arrayBuffer());
   if (text.trim() === "") throw badRequest(BodyMessage.notObject);
   let value: unknown;
   try {
@@ -47,6 +48,18 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
     throw badRequest(BodyMessage.notObject);
   }
   return value as Record<string, unknown>;
+}
+
+// A lenient decoder would turn each bad byte into U+FFFD and store text the client never sent. A
+// leading byte order mark is dropped, as Request.text() does.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+function decodeUtf8(bytes: ArrayBuffer): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    throw badRequest(BodyMessage.notUtf8);
+  }
 }
 
 const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
