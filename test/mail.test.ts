@@ -1,4 +1,9 @@
+import { env } from "cloudflare:workers";
+import PostalMime from "postal-mime";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { readConfig } from "../src/config";
+import { createLogger } from "../src/lib/log";
+import { sendEmail } from "../src/lib/mail";
 import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedUser, TEXT, textOf } from "./helpers";
 import type { SmtpPeer } from "./smtp/types";
 
@@ -66,5 +71,45 @@ describe("verification e-mail when the mail server misbehaves", () => {
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+});
+
+describe("sendEmail, the one sender of every kind of mail", () => {
+  const smtp = readConfig(env).smtp!;
+  const mail = (to: string) => ({ to, subject: "Reset your password", text: "Your reset code is: 654321" });
+
+  it("delivers a mail of any kind and logs <kind>_mail_sent", async () => {
+    const logs = captureLogs();
+    const to = randomEmail("reset");
+    await sendEmail(smtp, mail(to), createLogger(), "password_reset");
+
+    const [received] = await mailsTo(to);
+    const parsed = await PostalMime.parse(received!.raw);
+    expect(parsed.subject).toBe("Reset your password");
+    expect(parsed.text?.trim()).toBe("Your reset code is: 654321");
+    expect(parsed.from).toMatchObject({ name: "Notes API Test", address: "sender@notes.test" });
+    expect(parsed.to).toEqual([{ name: "", address: to }]);
+    expect(logs.map((line) => [line.level, line.event])).toEqual([["info", "password_reset_mail_sent"]]);
+  });
+
+  it("resolves and logs <kind>_mail_failed when the delivery fails", async () => {
+    const logs = captureLogs();
+    await expect(
+      sendEmail({ ...smtp, port: Number(smtpPort("refused")) }, mail(randomEmail()), createLogger(), "password_changed"),
+    ).resolves.toBeUndefined();
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ level: "error", event: "password_changed_mail_failed", errorName: "SmtpError" });
+  });
+
+  it("resolves and logs mail_not_configured without a mail account", async () => {
+    const logs = captureLogs();
+    await sendEmail(undefined, mail(randomEmail()), createLogger(), "email_change");
+    expect(logs).toEqual([
+      expect.objectContaining({
+        level: "warn",
+        event: "mail_not_configured",
+        detail: "MAIL_EMAIL or MAIL_APP_PASSWORD is not set; no email_change e-mail sent",
+      }),
+    ]);
   });
 });
