@@ -3,6 +3,7 @@ import { SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { codesMatch, generateVerificationCode } from "../src/lib/codes";
 import { signLoginToken, verifyLoginToken } from "../src/lib/jwt";
+import { describeError, maskEmails } from "../src/lib/log";
 
 describe("generateVerificationCode", () => {
   it("draws six-digit codes spread over the whole range 100000..999999", () => {
@@ -53,5 +54,21 @@ describe("login tokens", () => {
       .setExpirationTime(past + 3600)
       .sign(key);
     await expect(verifyLoginToken(expired, secret)).rejects.toThrow(/exp/);
+  });
+});
+
+describe("maskEmails", () => {
+  it("masks every address-shaped part of a text, whatever surrounds it", () => {
+    expect(maskEmails("550 <jane.doe@example.com>: Recipient address rejected")).toBe("550 <j***@example.com>: Recipient address rejected");
+    expect(maskEmails('to "ann@a.example", bob+x@b.example; (carl@c.example) dora@d.example.')).toBe(
+      'to "a***@a.example", b***@b.example; (c***@c.example) d***@d.example.',
+    );
+    expect(maskEmails("ünïcode@bücher.example and 😀x@example.com")).toBe("ü***@bücher.example and 😀***@example.com");
+    expect(maskEmails("no address here, user@ or @domain")).toBe("no address here, user@ or @domain");
+  });
+
+  it("is applied to logged error messages before they are cut to 300 characters", () => {
+    const { errorMessage } = describeError(new Error(`${"x".repeat(290)} jane.doe@example.com`));
+    expect(errorMessage).toBe(`${"x".repeat(290)} j***@exam`);
   });
 });

@@ -41,6 +41,15 @@ describe("verification e-mail when the mail server misbehaves", () => {
     expect(JSON.stringify(logs)).not.toContain(PASSWORD);
   });
 
+  it("masks the recipient's address that a refusal echoes in the logged SMTP reply", async () => {
+    const logs = captureLogs();
+    const email = `jane.doe-${crypto.randomUUID()}@example.com`;
+    expect((await registerThrough("rejectRecipient", email)).status).toBe(201);
+    const failure = logs.find((line) => line.event === "verification_mail_failed");
+    expect(failure!.errorMessage).toBe("server refused RCPT TO: 550 <j***@example.com>: Recipient address rejected");
+    expect(JSON.stringify(logs)).not.toContain(email.split("@")[0]);
+  });
+
   it("keeps serving other requests after a server hung up mid-conversation", async () => {
     await registerThrough("closeAfterGreeting", randomEmail());
     await registerThrough("closeAfterEhlo", randomEmail());

@@ -48,8 +48,9 @@ function base64(text: string): string {
   return btoa(binary);
 }
 
+/** A reply as an error message. Replies often echo an address: the logger masks it, then cuts the message. */
 function describe(reply: Reply): string {
-  return `${reply.code} ${reply.lines.join(" ").slice(0, 200)}`.trim();
+  return `${reply.code} ${reply.lines.join(" ")}`.trim();
 }
 
 /** The socket's byte streams (the runtime types them loosely). */

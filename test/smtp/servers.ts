@@ -1,7 +1,8 @@
 /**
  * Real SMTP peers on loopback for the tests, run in Node by vitest's globalSetup:
  * - `mailbox`: a well-behaved server (smtp-server) that requires AUTH and keeps every message;
- * - `rejectSender` (550 to MAIL FROM) and `rejectLogin` (535 to AUTH), also smtp-server;
+ * - `rejectSender` (550 to MAIL FROM), `rejectRecipient` (550 to RCPT TO, echoing the address) and
+ *   `rejectLogin` (535 to AUTH), also smtp-server;
  * - scripted misbehaving peers: one that never speaks, ones that hang up after the greeting, after
  *   EHLO, or instead of answering QUIT, and a tripwire that only counts connections;
  * - `refused`: a port nobody listens on.
@@ -130,6 +131,14 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
     rejectSender: smtp("rejectSender", {
       onMailFrom(_address, _session, callback) {
         const err = new Error("Sender address rejected") as Error & { responseCode: number };
+        err.responseCode = 550;
+        callback(err);
+      },
+    }),
+    rejectRecipient: smtp("rejectRecipient", {
+      onRcptTo(address, _session, callback) {
+        // As real servers do, the reply echoes the address it refuses.
+        const err = new Error(`<${address.address}>: Recipient address rejected`) as Error & { responseCode: number };
         err.responseCode = 550;
         callback(err);
       },

@@ -11,6 +11,7 @@ export interface ReceivedMail {
 export type SmtpPeer =
   | "mailbox"
   | "rejectSender"
+  | "rejectRecipient"
   | "rejectLogin"
   | "silent"
   | "closeAfterGreeting"
