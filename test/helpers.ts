@@ -57,6 +57,12 @@ export async function smtpConnections(): Promise<Partial<Record<SmtpPeer, number
   return response.json();
 }
 
+/** Every command line `peer` (an smtp-server peer) has received, in order. */
+export async function smtpCommands(peer: SmtpPeer): Promise<string[]> {
+  const response = await fetch(`${env.SMTP.inspectUrl}/commands?peer=${peer}`);
+  return response.json();
+}
+
 /** The code from the one verification e-mail sent to `address`. */
 export async function mailedCode(address: string): Promise<string> {
   const mails = await mailsTo(address);

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { codesMatch, generateVerificationCode } from "../src/lib/codes";
 import { signLoginToken, verifyLoginToken } from "../src/lib/jwt";
 import { describeError, maskEmails } from "../src/lib/log";
+import { isLoopbackHost } from "../src/lib/smtp";
 
 describe("generateVerificationCode", () => {
   it("draws six-digit codes spread over the whole range 100000..999999", () => {
@@ -71,4 +72,17 @@ describe("maskEmails", () => {
     const { errorMessage } = describeError(new Error(`${"x".repeat(290)} jane.doe@example.com`));
     expect(errorMessage).toBe(`${"x".repeat(290)} j***@exam`);
   });
+});
+
+describe("isLoopbackHost, the hosts that may receive SMTP credentials without TLS", () => {
+  it.each(["localhost", "LocalHost", "127.0.0.1", "127.255.0.9", "::1", "[::1]"])("accepts %s", (host) => {
+    expect(isLoopbackHost(host)).toBe(true);
+  });
+
+  it.each(["0.0.0.0", "127.0.0.256", "127.1", "128.0.0.1", "10.0.0.1", "::ffff:127.0.0.1", "localhost.example.com", "smtp.gmail.com", ""])(
+    "refuses %s",
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(false);
+    },
+  );
 });

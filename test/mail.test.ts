@@ -4,7 +4,20 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { readConfig } from "../src/config";
 import { createLogger } from "../src/lib/log";
 import { sendEmail } from "../src/lib/mail";
-import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedUser, TEXT, textOf } from "./helpers";
+import {
+  call,
+  callWithEnv,
+  captureLogs,
+  mailsTo,
+  PASSWORD,
+  randomEmail,
+  smtpCommands,
+  smtpConnections,
+  smtpPort,
+  storedUser,
+  TEXT,
+  textOf,
+} from "./helpers";
 import type { SmtpPeer } from "./smtp/types";
 
 const CREATED = "User created. Please check your email for a verification code.";
@@ -80,6 +93,28 @@ describe("verification e-mail when the mail server misbehaves", () => {
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+});
+
+describe("credentials and TLS", () => {
+  // 0.0.0.0 is not a loopback address, yet on Linux a connection to it reaches a server listening on
+  // 127.0.0.1: the conversation is real, only the host's name is remote.
+  it("sends no AUTH in clear to a host that is not loopback, logs why and still answers 201", async () => {
+    const logs = captureLogs();
+    const email = randomEmail();
+    const response = await callWithEnv({ SMTP_HOST: "0.0.0.0", SMTP_PORT: smtpPort("plaintext") }, "POST", "/auth/register", {
+      email,
+      password: PASSWORD,
+    });
+
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await smtpCommands("plaintext")).toEqual(["EHLO notes.test"]);
+    expect(await mailsTo(email)).toEqual([]);
+    expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
+      level: "error",
+      errorName: "SmtpError",
+      errorMessage: "refusing to send credentials without TLS: the server does not offer STARTTLS and 0.0.0.0 is not a loopback host",
+    });
   });
 });
 
