@@ -17,7 +17,8 @@ export function randomEmail(prefix = "user"): string {
 function buildRequest(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Request {
   const init: RequestInit & { headers: Record<string, string> } = { method, headers: { ...headers } };
   if (body !== undefined) {
-    init.body = typeof body === "string" ? body : JSON.stringify(body);
+    // A string or raw bytes go as they are; anything else as its JSON.
+    init.body = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
     init.headers["Content-Type"] ??= "application/json";
   }
   return new Request(`${BASE}${path}`, init);
@@ -62,6 +63,12 @@ export async function mailsTo(address: string): Promise<ReceivedMail[]> {
 
 export async function smtpConnections(): Promise<Partial<Record<SmtpPeer, number>>> {
   const response = await fetch(`${env.SMTP.inspectUrl}/connections`);
+  return response.json();
+}
+
+/** Every command line `peer` (an smtp-server peer) has received, in order. */
+export async function smtpCommands(peer: SmtpPeer): Promise<string[]> {
+  const response = await fetch(`${env.SMTP.inspectUrl}/commands?peer=${peer}`);
   return response.json();
 }
 

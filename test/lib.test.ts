@@ -2,6 +2,8 @@ import { env } from "cloudflare:workers";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { codesMatch, generateCode } from "../src/auth/codes";
+import { describeError, maskEmails } from "../src/lib/log";
+import { isLoopbackHost } from "../src/lib/smtp";
 import { readRefreshToken, refreshTokenFor, signAccessToken, verifyAccessToken } from "../src/lib/tokens";
 
 describe("generateCode", () => {
@@ -75,4 +77,33 @@ describe("refresh tokens", () => {
     expect(await readRefreshToken(`B${token.slice(1)}`, secret)).toBeUndefined();
     expect(await readRefreshToken(token.replace(".7.", ".07."), secret)).toBeUndefined();
   });
+});
+
+describe("maskEmails", () => {
+  it("masks every address-shaped part of a text, whatever surrounds it", () => {
+    expect(maskEmails("550 <jane.doe@example.com>: Recipient address rejected")).toBe("550 <j***@example.com>: Recipient address rejected");
+    expect(maskEmails('to "ann@a.example", bob+x@b.example; (carl@c.example) dora@d.example.')).toBe(
+      'to "a***@a.example", b***@b.example; (c***@c.example) d***@d.example.',
+    );
+    expect(maskEmails("ünïcode@bücher.example and 😀x@example.com")).toBe("ü***@bücher.example and 😀***@example.com");
+    expect(maskEmails("no address here, user@ or @domain")).toBe("no address here, user@ or @domain");
+  });
+
+  it("is applied to logged error messages before they are cut to 300 characters", () => {
+    const { errorMessage } = describeError(new Error(`${"x".repeat(290)} jane.doe@example.com`));
+    expect(errorMessage).toBe(`${"x".repeat(290)} j***@exam`);
+  });
+});
+
+describe("isLoopbackHost, the hosts that may receive SMTP credentials without TLS", () => {
+  it.each(["localhost", "LocalHost", "127.0.0.1", "127.255.0.9", "::1", "[::1]"])("accepts %s", (host) => {
+    expect(isLoopbackHost(host)).toBe(true);
+  });
+
+  it.each(["0.0.0.0", "127.0.0.256", "127.1", "128.0.0.1", "10.0.0.1", "::ffff:127.0.0.1", "localhost.example.com", "smtp.gmail.com", ""])(
+    "refuses %s",
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(false);
+    },
+  );
 });

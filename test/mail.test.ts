@@ -1,5 +1,24 @@
+import { env } from "cloudflare:workers";
+import PostalMime from "postal-mime";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, smtpConnections, smtpPort, storedCode, storedUser, TEXT, textOf } from "./helpers";
+import { readConfig } from "../src/config";
+import { createLogger } from "../src/lib/log";
+import { sendEmail } from "../src/lib/mail";
+import {
+  call,
+  callWithEnv,
+  captureLogs,
+  mailsTo,
+  PASSWORD,
+  randomEmail,
+  smtpCommands,
+  smtpConnections,
+  smtpPort,
+  storedCode,
+  storedUser,
+  TEXT,
+  textOf,
+} from "./helpers";
 import type { SmtpPeer } from "./smtp/types";
 
 const CREATED = "User created. Please check your email for a verification code.";
@@ -36,6 +55,15 @@ describe("verification e-mail when the mail server misbehaves", () => {
     expect(JSON.stringify(logs)).not.toContain(PASSWORD);
   });
 
+  it("masks the recipient's address that a refusal echoes in the logged SMTP reply", async () => {
+    const logs = captureLogs();
+    const email = `jane.doe-${crypto.randomUUID()}@example.com`;
+    expect((await registerThrough("rejectRecipient", email)).status).toBe(201);
+    const failure = logs.find((line) => line.event === "verification_mail_failed");
+    expect(failure!.errorMessage).toBe("server refused RCPT TO: 550 <j***@example.com>: Recipient address rejected");
+    expect(JSON.stringify(logs)).not.toContain(email.split("@")[0]);
+  });
+
   it("keeps serving other requests after a server hung up mid-conversation", async () => {
     await registerThrough("closeAfterGreeting", randomEmail());
     await registerThrough("closeAfterEhlo", randomEmail());
@@ -66,5 +94,67 @@ describe("verification e-mail when the mail server misbehaves", () => {
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+});
+
+describe("credentials and TLS", () => {
+  // 0.0.0.0 is not a loopback address, yet on Linux a connection to it reaches a server listening on
+  // 127.0.0.1: the conversation is real, only the host's name is remote.
+  it("sends no AUTH in clear to a host that is not loopback, logs why and still answers 201", async () => {
+    const logs = captureLogs();
+    const email = randomEmail();
+    const response = await callWithEnv({ SMTP_HOST: "0.0.0.0", SMTP_PORT: smtpPort("plaintext") }, "POST", "/auth/register", {
+      email,
+      password: PASSWORD,
+    });
+
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await smtpCommands("plaintext")).toEqual(["EHLO notes.test"]);
+    expect(await mailsTo(email)).toEqual([]);
+    expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
+      level: "error",
+      errorName: "SmtpError",
+      errorMessage: "refusing to send credentials without TLS: the server does not offer STARTTLS and 0.0.0.0 is not a loopback host",
+    });
+  });
+});
+
+describe("sendEmail, the one sender of every kind of mail", () => {
+  const smtp = readConfig(env).smtp!;
+  const mail = (to: string) => ({ to, subject: "Reset your password", text: "Your reset code is: 654321" });
+
+  it("delivers a mail of any kind and logs <kind>_mail_sent", async () => {
+    const logs = captureLogs();
+    const to = randomEmail("reset");
+    await sendEmail(smtp, mail(to), createLogger(), "password_reset");
+
+    const [received] = await mailsTo(to);
+    const parsed = await PostalMime.parse(received!.raw);
+    expect(parsed.subject).toBe("Reset your password");
+    expect(parsed.text?.trim()).toBe("Your reset code is: 654321");
+    expect(parsed.from).toMatchObject({ name: "Notes API Test", address: "sender@notes.test" });
+    expect(parsed.to).toEqual([{ name: "", address: to }]);
+    expect(logs.map((line) => [line.level, line.event])).toEqual([["info", "password_reset_mail_sent"]]);
+  });
+
+  it("resolves and logs <kind>_mail_failed when the delivery fails", async () => {
+    const logs = captureLogs();
+    await expect(
+      sendEmail({ ...smtp, port: Number(smtpPort("refused")) }, mail(randomEmail()), createLogger(), "password_changed"),
+    ).resolves.toBeUndefined();
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ level: "error", event: "password_changed_mail_failed", errorName: "SmtpError" });
+  });
+
+  it("resolves and logs mail_not_configured without a mail account", async () => {
+    const logs = captureLogs();
+    await sendEmail(undefined, mail(randomEmail()), createLogger(), "email_change");
+    expect(logs).toEqual([
+      expect.objectContaining({
+        level: "warn",
+        event: "mail_not_configured",
+        detail: "MAIL_EMAIL or MAIL_APP_PASSWORD is not set; no email_change e-mail sent",
+      }),
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { toJsonSchema } from "@valibot/to-json-schema";
 import type { GenericSchema } from "valibot";
 import { AuthMessage } from "../auth/messages";
 import { LoginBody, RefreshBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../auth/schemas";
+import { BodyMessage } from "../lib/http";
 import { ListQuery, MAX_PAGE_SIZE, NoteMessage, CreateNoteBody, UpdateNoteBody } from "../notes/schemas";
 
 /**
@@ -47,7 +48,7 @@ function json(description: string, schema: Json, headers?: Json): Json {
 
 const retryAfter = { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } };
 const noteRef = { $ref: "#/components/schemas/Note" };
-const badJson = ["Request body must be valid JSON.", "Request body must be a JSON object.", "Request body must not contain unpaired UTF-16 surrogates."];
+const badJson = Object.values(BodyMessage);
 const idParameter = {
   name: "id",
   in: "path",

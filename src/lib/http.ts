@@ -23,35 +23,70 @@ export function methodNotAllowed(allow: string) {
   return (c: Context) => c.text(METHOD_NOT_ALLOWED, 405, { Allow: allow });
 }
 
+/** The 400 messages of a body that is not a JSON object, the same in both areas. */
+export const BodyMessage = {
+  notUtf8: "Request body must be valid UTF-8.",
+  notJson: "Request body must be valid JSON.",
+  notObject: "Request body must be a JSON object.",
+  loneSurrogate: "Request body must not contain unpaired UTF-16 surrogates.",
+} as const;
+
 /** Parses the request body as a JSON object; anything else is a 400 with a message saying what is wrong. */
 export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.text();
-  if (text.trim() === "") throw badRequest("Request body must be a JSON object.");
+  const text = decodeUtf8(await c.req.arrayBuffer());
+  if (text.trim() === "") throw badRequest(BodyMessage.notObject);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw badRequest("Request body must be valid JSON.");
+    throw badRequest(BodyMessage.notJson);
   }
   // JSON may escape half of a UTF-16 surrogate pair ("\ud800"); such a string is not Unicode text and
-  // D1 would store it mangled (and longer than what we checked), so the whole body is refused. Decoded
-  // UTF-8 never holds one, so only a body with such an escape needs the walk.
-  if (SURROGATE_ESCAPE.test(text) && !wellFormed(value)) {
-    throw badRequest("Request body must not contain unpaired UTF-16 surrogates.");
-  }
+  // D1 would store it mangled (and longer than what we checked), so the whole body is refused.
+  if (escapesLoneSurrogate(text)) throw badRequest(BodyMessage.loneSurrogate);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw badRequest("Request body must be a JSON object.");
+    throw badRequest(BodyMessage.notObject);
   }
   return value as Record<string, unknown>;
 }
 
-const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+// A lenient decoder would turn each bad byte into U+FFFD and store text the client never sent. A
+// leading byte order mark is dropped, as Request.text() does.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
-/** True when every string in a parsed JSON value (keys included) is well-formed Unicode. */
-function wellFormed(value: unknown): boolean {
-  if (typeof value === "string") return value.isWellFormed();
-  if (typeof value !== "object" || value === null) return true;
-  return Object.entries(value).every(([key, field]) => key.isWellFormed() && wellFormed(field));
+function decodeUtf8(bytes: ArrayBuffer): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    throw badRequest(BodyMessage.notUtf8);
+  }
+}
+
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/** The UTF-16 code unit of the `\uXXXX` escape at `at`, or -1 when there is none. */
+function escapedUnit(json: string, at: number): number {
+  return json.startsWith("\\u", at) ? Number.parseInt(json.slice(at + 2, at + 6), 16) : -1;
+}
+
+/**
+ * True when valid JSON text escapes half of a surrogate pair without the other half. Decoded UTF-8
+ * never holds a lone surrogate, so only an escape can make one. The text is scanned, not the parsed
+ * value walked: a body nested thousands of levels deep costs no stack. In valid JSON every backslash
+ * is inside a string and starts an escape (`\\` included), so stepping from escape to escape is exact.
+ */
+function escapesLoneSurrogate(json: string): boolean {
+  for (let at = json.indexOf("\\"); at !== -1; at = json.indexOf("\\", at)) {
+    const unit = escapedUnit(json, at);
+    at += unit === -1 ? 2 : 6;
+    if (isLowSurrogate(unit)) return true;
+    if (isHighSurrogate(unit)) {
+      if (!isLowSurrogate(escapedUnit(json, at))) return true;
+      at += 6;
+    }
+  }
+  return false;
 }
 
 /** A 429 in the area's format with `Retry-After` in whole seconds (at least 1). */

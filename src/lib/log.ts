@@ -33,15 +33,29 @@ export function createLogger(base: Record<string, unknown> = {}): Logger {
 export function describeError(err: unknown): { errorName: string; errorMessage: string } {
   if (err instanceof DrizzleQueryError) {
     const cause = err.cause instanceof Error ? err.cause.message : "no cause given";
-    return { errorName: "DrizzleQueryError", errorMessage: cause.slice(0, 300) };
+    return { errorName: "DrizzleQueryError", errorMessage: safeMessage(cause) };
   }
-  if (err instanceof Error) return { errorName: err.name, errorMessage: err.message.slice(0, 300) };
+  if (err instanceof Error) return { errorName: err.name, errorMessage: safeMessage(err.message) };
   return { errorName: "NonError", errorMessage: "a non-Error value was thrown" };
+}
+
+/** Masked before it is cut, so that no address is cut short of its `@` and left whole. */
+function safeMessage(message: string): string {
+  return maskEmails(message).slice(0, 300);
 }
 
 /** An e-mail address as it may appear in a log line: first character and domain, `a***@example.com`. */
 export function maskEmail(email: string): string {
   const at = email.lastIndexOf("@");
   if (at < 1) return "***";
-  return `${email[0]}***${email.slice(at)}`;
+  return `${String.fromCodePoint(email.codePointAt(0)!)}***${email.slice(at)}`;
+}
+
+// Anything shaped like an address: an `@` with characters on both sides up to white space, brackets,
+// quotes or separators, as in SMTP replies that echo a recipient (`550 <jane@example.com>: rejected`).
+const ADDRESS_SHAPED = /[^\s<>()[\]\\,;:"@]+@[^\s<>()[\]\\,;:"@]+/gu;
+
+/** `text` with every address-shaped part masked as `maskEmail` does. */
+export function maskEmails(text: string): string {
+  return text.replace(ADDRESS_SHAPED, (address) => maskEmail(address));
 }

@@ -3,37 +3,46 @@ import type { SmtpConfig } from "../config";
 import { describeError, type Logger } from "./log";
 import { sendMail } from "./smtp";
 
+/** One plain-text mail to one recipient. */
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/**
+ * Sends one mail from the configured account. Never throws: a missing mail account or a failed delivery
+ * is logged and the request goes on (the spec requires it for the verification mail, and no mail is
+ * worth a failed request). `kind` (snake_case, `verification`, `password_reset`, …) names the log events:
+ * `<kind>_mail_sent`, `<kind>_mail_failed`. The time spent is bounded by `smtp.timeoutMs`.
+ */
+export async function sendEmail(smtp: SmtpConfig | undefined, mail: Mail, log: Logger, kind: string): Promise<void> {
+  if (!smtp) {
+    log.warn("mail_not_configured", { detail: `MAIL_EMAIL or MAIL_APP_PASSWORD is not set; no ${kind} e-mail sent` });
+    return;
+  }
+  const started = Date.now();
+  try {
+    const message = new Email({
+      from: { name: smtp.fromName, email: smtp.username },
+      to: mail.to,
+      subject: mail.subject,
+      text: mail.text,
+    });
+    await sendMail(smtp, { from: smtp.username, to: mail.to, data: message.getEmailData() });
+    log.info(`${kind}_mail_sent`, { durationMs: Date.now() - started });
+  } catch (err) {
+    log.error(`${kind}_mail_failed`, { ...describeError(err), durationMs: Date.now() - started });
+  }
+}
+
 export const VERIFICATION_SUBJECT = "Verify Your Email Address";
 
 export function verificationText(code: string): string {
   return `Your verification code is: ${code}`;
 }
 
-/**
- * Sends the verification code. Never throws: a missing mail account or a failed delivery is logged and
- * registration goes on, as the spec requires. The time spent is bounded by `smtp.timeoutMs`.
- */
-export async function sendVerificationEmail(
-  smtp: SmtpConfig | undefined,
-  to: string,
-  code: string,
-  log: Logger,
-): Promise<void> {
-  if (!smtp) {
-    log.warn("mail_not_configured", { detail: "MAIL_EMAIL or MAIL_APP_PASSWORD is not set; no verification e-mail sent" });
-    return;
-  }
-  const message = new Email({
-    from: { name: smtp.fromName, email: smtp.username },
-    to,
-    subject: VERIFICATION_SUBJECT,
-    text: verificationText(code),
-  });
-  const started = Date.now();
-  try {
-    await sendMail(smtp, { from: smtp.username, to, data: message.getEmailData() });
-    log.info("verification_mail_sent", { durationMs: Date.now() - started });
-  } catch (err) {
-    log.error("verification_mail_failed", { ...describeError(err), durationMs: Date.now() - started });
-  }
+/** The verification code mail of registration and resend (events `verification_mail_sent` / `_failed`). */
+export function sendVerificationEmail(smtp: SmtpConfig | undefined, to: string, code: string, log: Logger): Promise<void> {
+  return sendEmail(smtp, { to, subject: VERIFICATION_SUBJECT, text: verificationText(code) }, log, "verification");
 }

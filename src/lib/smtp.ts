@@ -48,8 +48,9 @@ function base64(text: string): string {
   return btoa(binary);
 }
 
+/** A reply as an error message. Replies often echo an address: the logger masks it, then cuts the message. */
 function describe(reply: Reply): string {
-  return `${reply.code} ${reply.lines.join(" ").slice(0, 200)}`.trim();
+  return `${reply.code} ${reply.lines.join(" ")}`.trim();
 }
 
 /** The socket's byte streams (the runtime types them loosely). */
@@ -158,6 +159,18 @@ function capabilities(ehlo: Reply): Map<string, string[]> {
   return found;
 }
 
+/**
+ * True for a host whose connections never leave the machine: `localhost`, 127.0.0.0/8 written as four
+ * decimal numbers, and `::1`. Only these may receive credentials without TLS. Any other spelling (`0.0.0.0`,
+ * `127.1`, `::ffff:127.0.0.1`, a name) counts as remote, which errs on the side of refusing.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const name = host.toLowerCase();
+  if (name === "localhost" || name === "::1" || name === "[::1]") return true;
+  const octets = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(name);
+  return octets !== null && octets.slice(1).every((octet) => Number(octet) <= 255);
+}
+
 async function authenticate(session: SmtpConversation, caps: Map<string, string[]>, s: SmtpSettings): Promise<void> {
   const mechanisms = caps.get("AUTH") ?? [];
   if (mechanisms.includes("PLAIN")) {
@@ -186,10 +199,18 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
     await session.expect([220], "greeting");
     const heloName = envelope.from.split("@").pop() || "localhost";
     let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
-    if (!settings.secure && caps.has("STARTTLS")) {
+    let encrypted = settings.secure;
+    if (!encrypted && caps.has("STARTTLS")) {
       await session.command("STARTTLS", [220], "STARTTLS");
       session.upgradeToTls(settings.host);
+      encrypted = true;
       caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
+    }
+    // Anyone on the path would read the password: only a connection that stays on the machine may go plain.
+    if (!encrypted && !isLoopbackHost(settings.host)) {
+      throw new SmtpError(
+        `refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`,
+      );
     }
     await authenticate(session, caps, settings);
     await session.command(`MAIL FROM:<${envelope.from}>`, [250], "MAIL FROM");

@@ -1,11 +1,14 @@
 /**
  * Real SMTP peers on loopback for the tests, run in Node by vitest's globalSetup:
- * - `mailbox`: a well-behaved server (smtp-server) that requires AUTH and keeps every message;
- * - `rejectSender` (550 to MAIL FROM) and `rejectLogin` (535 to AUTH), also smtp-server;
+ * - `mailbox`: a well-behaved server (smtp-server) that requires AUTH and keeps every message, and
+ *   `plaintext`, another one for one test alone;
+ * - `rejectSender` (550 to MAIL FROM), `rejectRecipient` (550 to RCPT TO, echoing the address) and
+ *   `rejectLogin` (535 to AUTH), also smtp-server;
  * - scripted misbehaving peers: one that never speaks, ones that hang up after the greeting, after
  *   EHLO, or instead of answering QUIT, and a tripwire that only counts connections;
  * - `refused`: a port nobody listens on.
- * Tests read what happened through a small HTTP inspection endpoint on loopback.
+ * Tests read what happened (messages, connections, command lines) through a small HTTP inspection
+ * endpoint on loopback.
  */
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
@@ -26,7 +29,27 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
   const received: ReceivedMail[] = [];
   const connections: Partial<Record<SmtpPeer, number>> = {};
   const count = (peer: SmtpPeer) => (connections[peer] = (connections[peer] ?? 0) + 1);
+  // Every command line the smtp-server peers received, as sent (AUTH arguments redacted by smtp-server):
+  // per peer, and per connection for the messages.
+  const commands: Partial<Record<SmtpPeer, string[]>> = {};
+  const commandsOfConnection = new Map<string, string[]>();
   const closers: Array<() => Promise<void>> = [];
+
+  /** smtp-server logs each command line it receives at debug level; that log is the peer's transcript. */
+  function transcript(peer: SmtpPeer): SMTPServerOptions["logger"] {
+    return {
+      debug(entry: { tnx?: string; cid?: string | number } | undefined, _label: unknown, line: unknown) {
+        if (entry?.tnx !== "command" || entry.cid === undefined) return;
+        (commands[peer] ??= []).push(String(line));
+        const ofConnection = commandsOfConnection.get(String(entry.cid)) ?? [];
+        commandsOfConnection.set(String(entry.cid), [...ofConnection, String(line)]);
+      },
+      // The other levels are smtp-server's own news, not the client's commands.
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+    };
+  }
 
   function smtp(name: SmtpPeer, overrides: Partial<SMTPServerOptions> = {}): SMTPServer {
     const credentials = new WeakMap<object, { username: string; password: string }>();
@@ -36,7 +59,7 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
       authMethods: ["PLAIN", "LOGIN"],
       allowInsecureAuth: true,
       disabledCommands: ["STARTTLS"],
-      logger: false,
+      logger: transcript(name),
       onConnect(_session, callback) {
         count(name);
         callback();
@@ -56,6 +79,7 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
             password: auth?.password ?? null,
             mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null,
             rcptTo: session.envelope.rcptTo.map((r) => r.address),
+            commands: commandsOfConnection.get(session.id) ?? [],
             raw: Buffer.concat(chunks).toString("utf8"),
           });
           callback();
@@ -127,9 +151,19 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
 
   const servers = {
     mailbox: smtp("mailbox"),
+    // Like mailbox (AUTH offered, no STARTTLS), for the test of the TLS rule alone: its transcript is that test's.
+    plaintext: smtp("plaintext"),
     rejectSender: smtp("rejectSender", {
       onMailFrom(_address, _session, callback) {
         const err = new Error("Sender address rejected") as Error & { responseCode: number };
+        err.responseCode = 550;
+        callback(err);
+      },
+    }),
+    rejectRecipient: smtp("rejectRecipient", {
+      onRcptTo(address, _session, callback) {
+        // As real servers do, the reply echoes the address it refuses.
+        const err = new Error(`<${address.address}>: Recipient address rejected`) as Error & { responseCode: number };
         err.responseCode = 550;
         callback(err);
       },
@@ -166,6 +200,8 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
       res.end(JSON.stringify(received.filter((m) => to === null || m.rcptTo.includes(to))));
     } else if (url.pathname === "/connections") {
       res.end(JSON.stringify(connections));
+    } else if (url.pathname === "/commands") {
+      res.end(JSON.stringify(commands[url.searchParams.get("peer") as SmtpPeer] ?? []));
     } else {
       res.statusCode = 404;
       res.end("{}");

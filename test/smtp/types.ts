@@ -5,12 +5,16 @@ export interface ReceivedMail {
   password: string | null;
   mailFrom: string | null;
   rcptTo: string[];
+  /** The command lines of the connection up to DATA, as the client sent them (AUTH arguments redacted). */
+  commands: string[];
   raw: string;
 }
 
 export type SmtpPeer =
   | "mailbox"
+  | "plaintext"
   | "rejectSender"
+  | "rejectRecipient"
   | "rejectLogin"
   | "silent"
   | "closeAfterGreeting"
