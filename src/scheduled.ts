@@ -1,24 +1,43 @@
-import { and, lt, lte } from "drizzle-orm";
-import { loginFailures, sessions } from "./db/schema";
+import { and, eq, lt, lte, ne } from "drizzle-orm";
+import { loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
 
-const DAY = 24 * 60 * 60 * 1000;
+const HOUR = 60 * 60 * 1000;
+const DAY = 24 * HOUR;
+/** An account still unverified this long after registering is deleted, and its address is free again. */
+export const UNVERIFIED_ACCOUNT_TTL_MS = 7 * DAY;
 /** A run of failed logins nobody has added to for this long is forgotten (and its row deleted). */
 const LOGIN_FAILURES_KEPT_MS = DAY;
 
 /**
  * The cron trigger's work (`[triggers] crons` in wrangler.toml): deletes what has run out, in one batch.
- * Expired sessions already refuse their tokens; deleting them keeps the table to live logins.
+ * Expired sessions and codes already refuse their tokens; deleting them keeps the tables small.
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures] = await db.batch([
+  const [expiredSessions, staleLoginFailures, usedUpCodes, unverifiedAccounts] = await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
       .where(and(lte(loginFailures.lockedUntil, now), lt(loginFailures.lastAttemptAt, now - LOGIN_FAILURES_KEPT_MS)))
       .returning({ email: loginFailures.email }),
+    // Kept an hour past their expiry, for the hourly cap on tries; a verification code lives as long as
+    // its unverified account, whose resends it counts.
+    db
+      .delete(oneTimeCodes)
+      .where(and(ne(oneTimeCodes.purpose, "verify_email"), lt(oneTimeCodes.expiresAt, now - HOUR)))
+      .returning({ userId: oneTimeCodes.userId }),
+    // Their codes go with them (ON DELETE CASCADE); an unverified account has no sessions or notes.
+    db
+      .delete(users)
+      .where(and(eq(users.isVerified, false), lt(users.createdAt, now - UNVERIFIED_ACCOUNT_TTL_MS)))
+      .returning({ id: users.id }),
   ]);
-  log.info("clean_up", { expiredSessions: expiredSessions.length, staleLoginFailures: staleLoginFailures.length });
+  log.info("clean_up", {
+    expiredSessions: expiredSessions.length,
+    staleLoginFailures: staleLoginFailures.length,
+    expiredCodes: usedUpCodes.length,
+    unverifiedAccounts: unverifiedAccounts.length,
+  });
 }

@@ -1,18 +1,166 @@
-import { eq } from "drizzle-orm";
-import { Hono } from "hono";
-import { sessions, users } from "../db/schema";
+import { and, eq, ne, sql } from "drizzle-orm";
+import { Hono, type Context } from "hono";
+import { loginFailures, notes, sessions, users } from "../db/schema";
+import { tooManyRequests } from "../lib/http";
+import { maskEmail } from "../lib/log";
+import { hashPassword, verifyPassword } from "../lib/password";
+import type { AccessClaims } from "../lib/tokens";
+import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { callerSession, requireAccessToken, unauthorized } from "./session-store";
+import { claimCodeAttempt, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
+import { claimLogin, releaseLogin } from "./limits";
+import { sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
+import { AuthMessage } from "./messages";
+import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
+import { callerSession, liveSession, requireAccessToken, unauthorized } from "./session-store";
 
-/** The logged-in user's own account. */
-export const account = new Hono<AppEnv>().get("/me", requireAccessToken, async (c) => {
-  const caller = c.var.caller!;
-  // The session is checked in the same query: a revoked session's token reads nothing.
-  const [user] = await c.var.db
-    .select({ id: users.id, email: users.email, isVerified: users.isVerified, createdAt: users.createdAt })
+interface CallerAccount {
+  id: number;
+  email: string;
+  password: string;
+  isVerified: boolean;
+  createdAt: number;
+}
+
+/** The caller's account, read in one query with the check that the caller's session is live. */
+async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
+  const [account] = await c.var.db
+    .select({ id: users.id, email: users.email, password: users.password, isVerified: users.isVerified, createdAt: users.createdAt })
     .from(users)
     .innerJoin(sessions, eq(sessions.userId, users.id))
     .where(callerSession(caller, Date.now()));
-  if (!user) return unauthorized(c);
-  return c.json({ id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() }, 200);
-});
+  return account;
+}
+
+/**
+ * Checks the caller's password before an account change, under the same lock as a login (a stolen access
+ * token must not be a way to guess the password): the attempt is claimed first, a right password
+ * releases it. Returns the account, or the answer to give (401 for no session or a wrong password, 429
+ * while the address is locked).
+ */
+async function confirmPassword(c: Context<AppEnv>, password: string): Promise<{ account: CallerAccount } | { refused: Response }> {
+  const { config, db } = c.var;
+  const account = await callerAccount(c, c.var.caller!);
+  if (!account) return { refused: unauthorized(c) };
+  const now = Date.now();
+  const [[claim], [lock]] = await db.batch([
+    claimLogin(db, account.email, now),
+    db.select({ lockedUntil: loginFailures.lockedUntil }).from(loginFailures).where(eq(loginFailures.email, account.email)),
+  ]);
+  if (!claim) return { refused: tooManyRequests(c, (lock?.lockedUntil ?? now) - now, AuthMessage.passwordLocked) };
+  if (!(await verifyPassword(password, account.password, config.bcryptCost))) return { refused: c.text(AuthMessage.wrongPassword, 401) };
+  await releaseLogin(db, account.email, claim.lockedUntil);
+  return { account };
+}
+
+/** Every session of the user but the caller's. */
+function otherSessions(caller: AccessClaims) {
+  return and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId));
+}
+
+/** The logged-in user's own account: read it, change its password or address, delete it. */
+export const account = new Hono<AppEnv>()
+  .get("/me", requireAccessToken, async (c) => {
+    const user = await callerAccount(c, c.var.caller!);
+    if (!user) return unauthorized(c);
+    return c.json({ id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() }, 200);
+  })
+
+  .post("/change-password", requireAccessToken, jsonBody(ChangePasswordBody), async (c) => {
+    const { current_password: currentPassword, new_password: newPassword } = c.req.valid("json");
+    const { config, db, log } = c.var;
+    const caller = c.var.caller!;
+
+    const confirmed = await confirmPassword(c, currentPassword);
+    if ("refused" in confirmed) return confirmed.refused;
+    const hash = await hashPassword(newPassword, config.bcryptCost);
+    const now = Date.now();
+    const [changed] = await db.batch([
+      db.update(users).set({ password: hash }).where(and(eq(users.id, caller.userId), liveSession(caller, now))).returning({ id: users.id }),
+      db.delete(sessions).where(and(otherSessions(caller), liveSession(caller, now))),
+    ]);
+    if (changed.length === 0) return unauthorized(c);
+    log.info("password_changed", { userId: caller.userId });
+    await sendPasswordChangedNotice(config.smtp, confirmed.account.email, log);
+    return c.text(AuthMessage.passwordChanged, 200);
+  })
+
+  .post("/change-email", requireAccessToken, jsonBody(ChangeEmailBody), async (c) => {
+    const { password, new_email: newEmail } = c.req.valid("json");
+    const { config, db, log } = c.var;
+    const caller = c.var.caller!;
+
+    const confirmed = await confirmPassword(c, password);
+    if ("refused" in confirmed) return confirmed.refused;
+    if (newEmail === confirmed.account.email) return c.text(AuthMessage.sameEmail, 400);
+    // The same answer as register's 409 tells no more than register does. A registration of the
+    // address between here and the confirmation is caught there.
+    const [taken] = await db.select({ id: users.id }).from(users).where(eq(users.email, newEmail));
+    if (taken) return c.text(AuthMessage.userExists, 409);
+
+    // The code shares the account's mail allowance with every other mail of the account.
+    const { issued, waitMs } = await codeToMail(db, eq(users.id, caller.userId), "change_email", Date.now(), newEmail);
+    if (!issued) return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
+    log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
+    await sendEmailChangeCode(config.smtp, newEmail, issued.code, log);
+    return c.text(AuthMessage.emailChangeSent, 200);
+  })
+
+  .post("/confirm-email-change", requireAccessToken, jsonBody(ConfirmEmailChangeBody), async (c) => {
+    const { token } = c.req.valid("json");
+    const { config, db, log } = c.var;
+    const caller = c.var.caller!;
+
+    const account = await callerAccount(c, caller);
+    if (!account) return unauthorized(c);
+    const now = Date.now();
+    const claim = await claimCodeAttempt(db, eq(users.id, caller.userId), "change_email", now);
+    if (claim.outcome === "throttled") return tooManyRequests(c, claim.waitMs, AuthMessage.codeThrottled);
+    if (claim.outcome === "invalid" || !claim.newEmail || !codesMatch(token, claim.code)) {
+      return c.text(AuthMessage.invalidConfirmationCode, 401);
+    }
+
+    const { code, newEmail } = claim;
+    const stillIssued = codeStillIssued(caller.userId, "change_email", code);
+    const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail})`;
+    // One transaction: the switch (only while the code is still the one claimed, the session live and
+    // the address free: the unique index is never hit), then, only if it happened, every other session
+    // ends; the code is used up either way.
+    const [switched] = await db.batch([
+      db
+        .update(users)
+        .set({ email: newEmail, isVerified: true })
+        .where(and(eq(users.id, caller.userId), stillIssued, liveSession(caller, now), addressFree))
+        .returning({ id: users.id }),
+      db.delete(sessions).where(and(otherSessions(caller), sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`)),
+      deleteCode(db, caller.userId, "change_email", code),
+    ]);
+    if (switched.length === 0) {
+      const [taken] = await db.select({ id: users.id }).from(users).where(eq(users.email, newEmail));
+      return taken ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
+    }
+    log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
+    await sendEmailChangedNotice(config.smtp, account.email, newEmail, log);
+    return c.text(AuthMessage.emailChanged, 200);
+  })
+
+  .delete("/account", requireAccessToken, jsonBody(DeleteAccountBody), async (c) => {
+    const { password } = c.req.valid("json");
+    const { db, log } = c.var;
+    const caller = c.var.caller!;
+
+    const confirmed = await confirmPassword(c, password);
+    if ("refused" in confirmed) return confirmed.refused;
+    const now = Date.now();
+    const live = liveSession(caller, now);
+    // One transaction, each statement only while the caller's session is live: the notes (they point at
+    // the user), the address's login attempts, then the user, whose sessions and codes go with it.
+    const [, , deleted] = await db.batch([
+      db.delete(notes).where(and(eq(notes.userId, caller.userId), live)),
+      db.delete(loginFailures).where(and(eq(loginFailures.email, confirmed.account.email), live)),
+      db.delete(users).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+    ]);
+    if (deleted.length === 0) return unauthorized(c);
+    log.info("account_deleted", { userId: caller.userId });
+    return c.body(null, 204);
+  });

@@ -1,7 +1,7 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
 import type { Database } from "../types";
-import { claimWindowSql, CODE_TRIES_PER_HOUR, windowWait } from "./limits";
+import { claimMail, claimWindowSql, CODE_TRIES_PER_HOUR, MAIL_COOLDOWN_MS, mailWait, windowWait } from "./limits";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
@@ -43,23 +43,18 @@ const ofCode = (userId: number, purpose: CodePurpose, code: string) =>
   and(eq(oneTimeCodes.userId, userId), eq(oneTimeCodes.purpose, purpose), eq(oneTimeCodes.code, code));
 
 /**
- * Issues the account's code of `purpose` for 15 more minutes and returns it: the live code again when
- * there is one (a new code would kill the one in a slower earlier mail), with the tries it has had;
- * otherwise a new code with none. One upsert whose CASE reads the row as it is at that moment, so a
- * concurrent wrong guess can never be written back out of existence. `where` (on `users`) must hold for
- * the account, or nothing is issued and this returns undefined.
+ * Issues the code of `purpose` of the account `account` selects, for 15 more minutes: the live code again
+ * when there is one for the same `newEmail` (a new code would kill the one in a slower earlier mail),
+ * with the tries it has had; otherwise a new code with none. One upsert whose CASE reads the row as it is
+ * at that moment, so a concurrent wrong guess can never be written back out of existence. Returns the
+ * account and its code, or nothing when `account` selects no account. Batchable.
  */
-export async function issueCode(
-  db: Database,
-  userId: number,
-  purpose: CodePurpose,
-  now: number,
-  where?: SQL,
-): Promise<string | undefined> {
-  const live = sql`(${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS} AND ${oneTimeCodes.expiresAt} > ${now})`;
-  const [issued] = await db
+export function issueCode(db: Database, purpose: CodePurpose, now: number, account: SQL | undefined, newEmail: string | null = null) {
+  const live = sql`(${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS} AND ${oneTimeCodes.expiresAt} > ${now} AND ${oneTimeCodes.newEmail} IS excluded.new_email)`;
+  return db
     .insert(oneTimeCodes)
     .select(
+      // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
       db
         .select({
           userId: users.id,
@@ -69,9 +64,10 @@ export async function issueCode(
           attempts: sql<number>`0`.as("attempts"),
           windowStart: sql<number>`0`.as("window_start"),
           windowAttempts: sql<number>`0`.as("window_attempts"),
+          newEmail: sql<string | null>`${newEmail}`.as("new_email"),
         })
         .from(users)
-        .where(and(eq(users.id, userId), where)),
+        .where(account),
     )
     .onConflictDoUpdate({
       target: [oneTimeCodes.userId, oneTimeCodes.purpose],
@@ -79,14 +75,38 @@ export async function issueCode(
         code: sql`CASE WHEN ${live} THEN ${oneTimeCodes.code} ELSE excluded.code END`,
         attempts: sql`CASE WHEN ${live} THEN ${oneTimeCodes.attempts} ELSE 0 END`,
         expiresAt: sql`excluded.expires_at`,
+        newEmail: sql`excluded.new_email`,
       },
     })
-    .returning({ code: oneTimeCodes.code });
-  return issued?.code;
+    .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code });
+}
+
+/**
+ * A code to mail, in one round trip: claims one mail of the allowance of the account `account` selects
+ * (see claimMail) and, only if that claim succeeded, issues the code of `purpose`. `issued` is what to
+ * mail; without it, `waitMs` tells how long the allowance is used up (0: no such account).
+ */
+export async function codeToMail(
+  db: Database,
+  account: SQL,
+  purpose: CodePurpose,
+  now: number,
+  newEmail: string | null = null,
+): Promise<{ issued?: { userId: number; code: string }; waitMs: number }> {
+  const [[claimed], [issued], [state]] = await db.batch([
+    claimMail(db, account, now),
+    // Runs in the same transaction right after the claim: the account's last mail is `now` only if the
+    // claim went through (or a request of the same millisecond claimed it, and that one mails).
+    issueCode(db, purpose, now, and(account, eq(users.lastMailAt, now)), newEmail),
+    db.select({ lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow }).from(users).where(account),
+  ]);
+  if (claimed && issued) return { issued, waitMs: 0 };
+  // Lost the claim to a concurrent request that just mailed: a full cooldown.
+  return { waitMs: state ? mailWait(state.lastMailAt, state, now) || MAIL_COOLDOWN_MS : 0 };
 }
 
 export type CodeClaim =
-  | { outcome: "claimed"; userId: number; code: string }
+  | { outcome: "claimed"; userId: number; code: string; newEmail: string | null }
   /** The hourly tries at codes of this purpose are used up. */
   | { outcome: "throttled"; waitMs: number }
   /** No account, no code, or the code has expired or is void. */
@@ -114,7 +134,7 @@ export async function claimCodeAttempt(db: Database, account: SQL, purpose: Code
           window.hasRoom,
         ),
       )
-      .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code }),
+      .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code, newEmail: oneTimeCodes.newEmail }),
     db.select({ start: oneTimeCodes.windowStart, count: oneTimeCodes.windowAttempts }).from(oneTimeCodes).where(ofThis),
   ]);
   const [claim] = claimed;

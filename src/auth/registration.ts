@@ -3,12 +3,11 @@ import { Hono } from "hono";
 import { users } from "../db/schema";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
-import { sendVerificationEmail } from "../lib/mail";
+import { sendVerificationCode } from "./mails";
 import { hashPassword } from "../lib/password";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { claimCodeAttempt, codesMatch, codeStillIssued, deleteCode, issueCode } from "./codes";
-import { claimMail, MAIL_COOLDOWN_MS, mailWait } from "./limits";
+import { claimCodeAttempt, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode } from "./codes";
 import { AuthMessage } from "./messages";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "./schemas";
 
@@ -36,9 +35,9 @@ export const registration = new Hono<AppEnv>()
       .returning({ id: users.id });
     if (!created) return c.text(AuthMessage.userExists, 409);
 
-    const code = await issueCode(db, created.id, "verify_email", now);
+    const [issued] = await issueCode(db, "verify_email", now, eq(users.id, created.id));
     log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-    if (code) await sendVerificationEmail(config.smtp, email, code, log);
+    if (issued) await sendVerificationCode(config.smtp, email, issued.code, log);
     return c.text(AuthMessage.userCreated, 201);
   })
 
@@ -47,28 +46,11 @@ export const registration = new Hono<AppEnv>()
     const { config, db, log } = c.var;
     const now = Date.now();
 
-    const unverified = and(eq(users.email, email), eq(users.isVerified, false));
-    // The mail allowance is claimed by one conditional write; the read batched after it only tells why not.
-    const [[claimed], [user]] = await db.batch([
-      claimMail(db, unverified, now),
-      db
-        .select({ isVerified: users.isVerified, lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow })
-        .from(users)
-        .where(eq(users.email, email)),
-    ]);
-    if (!claimed) {
-      // Unknown and verified accounts get the same answer as a successful resend, and no mail.
-      if (!user || user.isVerified) return c.text(AuthMessage.resendAccepted, 200);
-      // A concurrent resend that claimed the mail just now leaves a full cooldown.
-      const wait = mailWait(user.lastMailAt, user, now) || MAIL_COOLDOWN_MS;
-      return tooManyRequests(c, wait, AuthMessage.mailThrottled);
-    }
-
-    // Only while the account is still unverified: a verification racing this one needs no new code.
-    const code = await issueCode(db, claimed.id, "verify_email", now, eq(users.isVerified, false));
-    if (!code) return c.text(AuthMessage.resendAccepted, 200);
-    log.info("verification_code_resent", { userId: claimed.id, email: maskEmail(email) });
-    await sendVerificationEmail(config.smtp, email, code, log);
+    // Unknown and verified accounts get the same answer as a successful resend, and no mail.
+    const { issued, waitMs } = await codeToMail(db, and(eq(users.email, email), eq(users.isVerified, false))!, "verify_email", now);
+    if (!issued) return waitMs > 0 ? tooManyRequests(c, waitMs, AuthMessage.mailThrottled) : c.text(AuthMessage.resendAccepted, 200);
+    log.info("verification_code_resent", { userId: issued.userId, email: maskEmail(email) });
+    await sendVerificationCode(config.smtp, email, issued.code, log);
     return c.text(AuthMessage.resendAccepted, 200);
   })
 

@@ -2,11 +2,12 @@ import { Hono } from "hono";
 import { methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
+import { recovery } from "./recovery";
 import { registration } from "./registration";
 import { sessionRoutes } from "./sessions";
 
 /** The accounts area: one sub-app per flow, mounted at /auth. */
-export const auth = new Hono<AppEnv>().route("/", registration).route("/", sessionRoutes).route("/", account);
+export const auth = new Hono<AppEnv>().route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account);
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.
@@ -20,5 +21,11 @@ const methods: Record<string, string> = {
   "/sessions": "GET, DELETE",
   "/sessions/:id": "DELETE",
   "/me": "GET",
+  "/forgot-password": "POST",
+  "/reset-password": "POST",
+  "/change-password": "POST",
+  "/change-email": "POST",
+  "/confirm-email-change": "POST",
+  "/account": "DELETE",
 };
 for (const [path, allow] of Object.entries(methods)) auth.all(path, methodNotAllowed(allow));

@@ -28,51 +28,96 @@ function plausibleEmail(email: string): boolean {
   return email.length <= MAX_EMAIL_LENGTH && !INVISIBLE.test(email) && PLAUSIBLE_EMAIL.test(email);
 }
 
-const credentialsEmail = v.pipe(
-  requiredString(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
-  v.transform(normalizeEmail),
-  v.check(plausibleEmail, AuthMessage.invalidEmail),
-  v.description("E-mail address; compared trimmed, in Unicode NFC and lowercased."),
-);
+/** An address that an account is created or found by: normalized, and plausible (else a 400). */
+function accountEmail(required: string, notString: string) {
+  return v.pipe(
+    requiredString(required, notString),
+    v.transform(normalizeEmail),
+    v.check(plausibleEmail, AuthMessage.invalidEmail),
+    v.description("E-mail address; compared trimmed, in Unicode NFC and lowercased."),
+  );
+}
+
+/** An address only looked up: normalized; an implausible one simply matches no account. */
+function lookupEmail(required: string, notString: string) {
+  return v.pipe(requiredString(required, notString), v.transform(normalizeEmail));
+}
 
 // Passwords are taken as sent (lib/password.ts hashes them in Unicode NFKC): only the empty string
 // counts as missing.
-const anyPassword = v.pipe(
-  v.string((issue) => (issue.input == null || issue.input === "" ? AuthMessage.emailAndPasswordRequired : AuthMessage.emailAndPasswordStrings)),
-  v.check((password) => password !== "", AuthMessage.emailAndPasswordRequired),
-);
+function anyPassword(required: string, notString: string) {
+  return v.pipe(
+    v.string((issue) => (issue.input == null || issue.input === "" ? required : notString)),
+    v.check((password) => password !== "", required),
+  );
+}
 
-export const RegisterBody = body({
-  email: credentialsEmail,
-  password: v.pipe(
-    anyPassword,
+/** A password being set: register's rules. */
+function newPassword(required: string, notString: string) {
+  return v.pipe(
+    anyPassword(required, notString),
     v.check((password) => [...normalizePassword(password)].length >= MIN_PASSWORD_CHARS, AuthMessage.passwordTooShort),
     v.check((password) => passwordBytes(normalizePassword(password)) <= MAX_PASSWORD_BYTES, AuthMessage.passwordTooLong),
     v.description(
       `At least ${MIN_PASSWORD_CHARS} characters and at most ${MAX_PASSWORD_BYTES} bytes in UTF-8, counted after Unicode NFKC normalization.`,
     ),
-  ),
+  );
+}
+
+/** A one-time code from a mail: trimmed. */
+function code(required: string, notString: string) {
+  return v.pipe(
+    requiredString(required, notString),
+    v.transform((token) => token.trim()),
+    v.description("The 6-digit code from the e-mail."),
+  );
+}
+
+export const RegisterBody = body({
+  email: accountEmail(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
+  password: newPassword(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
 });
 
 export const LoginBody = body({
-  email: credentialsEmail,
-  password: anyPassword,
+  email: accountEmail(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
+  password: anyPassword(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
 });
 
 export const VerifyEmailBody = body({
-  email: v.pipe(
-    requiredString(AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings),
-    v.transform(normalizeEmail),
-  ),
-  token: v.pipe(
-    requiredString(AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings),
-    v.transform((token) => token.trim()),
-    v.description("The 6-digit code from the verification e-mail."),
-  ),
+  email: lookupEmail(AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings),
+  token: code(AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings),
 });
 
 export const ResendVerificationBody = body({
-  email: v.pipe(requiredString(AuthMessage.emailRequired, AuthMessage.emailString), v.transform(normalizeEmail)),
+  email: lookupEmail(AuthMessage.emailRequired, AuthMessage.emailString),
+});
+
+export const ForgotPasswordBody = body({
+  email: lookupEmail(AuthMessage.emailRequired, AuthMessage.emailString),
+});
+
+export const ResetPasswordBody = body({
+  email: lookupEmail(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
+  token: code(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
+  password: newPassword(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
+});
+
+export const ChangePasswordBody = body({
+  current_password: anyPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
+  new_password: newPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
+});
+
+export const ChangeEmailBody = body({
+  password: anyPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
+  new_email: accountEmail(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
+});
+
+export const ConfirmEmailChangeBody = body({
+  token: code(AuthMessage.tokenRequired, AuthMessage.tokenString),
+});
+
+export const DeleteAccountBody = body({
+  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
 });
 
 export const RefreshBody = body({

@@ -18,7 +18,7 @@ export const users = sqliteTable("users", {
 });
 
 /** What a one-time code proves when it is entered. */
-export const CODE_PURPOSES = ["verify_email"] as const;
+export const CODE_PURPOSES = ["verify_email", "reset_password", "change_email"] as const;
 export type CodePurpose = (typeof CODE_PURPOSES)[number];
 
 /**
@@ -41,6 +41,8 @@ export const oneTimeCodes = sqliteTable(
     // Tries claimed against any code of this purpose, in a fixed one-hour window.
     windowStart: integer("window_start").notNull().default(0),
     windowAttempts: integer("window_attempts").notNull().default(0),
+    // For `change_email`: the address the code was mailed to, which it proves and switches the account to.
+    newEmail: text("new_email"),
   },
   (table) => [primaryKey({ columns: [table.userId, table.purpose] })],
 );

@@ -1,7 +1,19 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type { GenericSchema } from "valibot";
 import { AuthMessage } from "../auth/messages";
-import { LoginBody, RefreshBody, RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../auth/schemas";
+import {
+  ChangeEmailBody,
+  ChangePasswordBody,
+  ConfirmEmailChangeBody,
+  DeleteAccountBody,
+  ForgotPasswordBody,
+  LoginBody,
+  RefreshBody,
+  RegisterBody,
+  ResendVerificationBody,
+  ResetPasswordBody,
+  VerifyEmailBody,
+} from "../auth/schemas";
 import { BodyMessage } from "../lib/http";
 import { ListQuery, MAX_PAGE_SIZE, NoteMessage, CreateNoteBody, UpdateNoteBody } from "../notes/schemas";
 
@@ -71,6 +83,16 @@ const bearerErrors = {
   "500": text("Unexpected failure", AuthMessage.internalError),
 };
 const bearerOnly = [{ bearer: [] }];
+/** The answers of an endpoint that checks the caller's password first (under the login lock). */
+const passwordChecked = {
+  ...bearerErrors,
+  "401": text("Invalid, expired or revoked access token, or a wrong password", AuthMessage.invalidAccessToken, AuthMessage.wrongPassword),
+  "429": {
+    ...text("Too many failed password attempts for the address (the login lock), or the per-client limit", AuthMessage.passwordLocked, AuthMessage.clientThrottled),
+    headers: retryAfter,
+  },
+};
+const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
 const sessionTokens = json("A new pair of tokens", { $ref: "#/components/schemas/Token" });
 
 const notesAuth = {
@@ -282,6 +304,114 @@ export function openApiDocument(): Json {
           summary: "Your account",
           security: bearerOnly,
           responses: { "200": json("The caller's account", { $ref: "#/components/schemas/Me" }), ...bearerErrors },
+        },
+      },
+      "/auth/forgot-password": {
+        post: {
+          tags: ["accounts"],
+          summary: "Ask for a password reset code",
+          description:
+            "Always the same answer, in the same time: a known address (verified or not) gets a 6-digit reset code valid for 15 minutes, " +
+            "mailed after the answer, within the account's mail allowance (one a minute, 5 an hour).",
+          requestBody: jsonBody(ForgotPasswordBody, { email: "ada@example.com" }),
+          responses: {
+            "200": text("Accepted", AuthMessage.resetRequested),
+            "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+            ...accountErrors,
+          },
+        },
+      },
+      "/auth/reset-password": {
+        post: {
+          tags: ["accounts"],
+          summary: "Set a new password with the reset code",
+          description:
+            "Sets the password (register's rules), marks the address verified, ends every session and the login lock, and mails a notice. " +
+            "Five wrong codes void the code; 15 tries an hour block resets for the hour.",
+          requestBody: jsonBody(ResetPasswordBody, { email: "ada@example.com", token: "123456", password: "a new long password" }),
+          responses: {
+            "200": text("Password set", AuthMessage.passwordReset),
+            "400": text("Missing or malformed fields", AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings, ...passwordRules, ...badJson),
+            "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidResetCode),
+            ...accountErrors,
+            "429": { ...text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled), headers: retryAfter },
+          },
+        },
+      },
+      "/auth/change-password": {
+        post: {
+          tags: ["accounts"],
+          summary: "Change your password",
+          description: "Needs the current password. Ends every other session and mails a notice.",
+          security: bearerOnly,
+          requestBody: jsonBody(ChangePasswordBody, { current_password: "correct horse battery", new_password: "a new long password" }),
+          responses: {
+            "200": text("Changed", AuthMessage.passwordChanged),
+            "400": text("Missing or malformed fields", AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings, ...passwordRules, ...badJson),
+            ...passwordChecked,
+          },
+        },
+      },
+      "/auth/change-email": {
+        post: {
+          tags: ["accounts"],
+          summary: "Ask to change your e-mail address",
+          description: "Needs the password; mails a 6-digit code to the new address (valid 15 minutes), within the account's mail allowance.",
+          security: bearerOnly,
+          requestBody: jsonBody(ChangeEmailBody, { password: "correct horse battery", new_email: "ada@new.example" }),
+          responses: {
+            "200": text("Code sent", AuthMessage.emailChangeSent),
+            "400": text(
+              "Missing or malformed fields, or the current address",
+              AuthMessage.changeEmailRequired,
+              AuthMessage.changeEmailStrings,
+              AuthMessage.invalidEmail,
+              AuthMessage.sameEmail,
+              ...badJson,
+            ),
+            "409": text("The new address belongs to another account", AuthMessage.userExists),
+            ...passwordChecked,
+            "429": {
+              ...text(
+                "Mail allowance used up, the login lock, or the per-client limit",
+                AuthMessage.emailChangeThrottled,
+                AuthMessage.passwordLocked,
+                AuthMessage.clientThrottled,
+              ),
+              headers: retryAfter,
+            },
+          },
+        },
+      },
+      "/auth/confirm-email-change": {
+        post: {
+          tags: ["accounts"],
+          summary: "Confirm the new e-mail address",
+          description: "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
+          security: bearerOnly,
+          requestBody: jsonBody(ConfirmEmailChangeBody, { token: "123456" }),
+          responses: {
+            "200": text("Changed", AuthMessage.emailChanged),
+            "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
+            "401": text("Wrong, expired or voided code, or an invalid access token", AuthMessage.invalidConfirmationCode, AuthMessage.invalidAccessToken),
+            "409": text("The address was registered by someone else meanwhile", AuthMessage.userExists),
+            ...accountErrors,
+            "429": { ...text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled), headers: retryAfter },
+          },
+        },
+      },
+      "/auth/account": {
+        delete: {
+          tags: ["accounts"],
+          summary: "Delete your account",
+          description: "Needs the password. Deletes the account, its sessions, codes and notes at once; every token dies.",
+          security: bearerOnly,
+          requestBody: jsonBody(DeleteAccountBody, { password: "correct horse battery" }),
+          responses: {
+            "204": { description: "Deleted" },
+            "400": text("Missing or malformed password", AuthMessage.passwordRequired, AuthMessage.passwordString, ...badJson),
+            ...passwordChecked,
+          },
         },
       },
       "/notes": {

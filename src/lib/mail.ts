@@ -35,14 +35,3 @@ export async function sendEmail(smtp: SmtpConfig | undefined, mail: Mail, log: L
     log.error(`${kind}_mail_failed`, { ...describeError(err), durationMs: Date.now() - started });
   }
 }
-
-export const VERIFICATION_SUBJECT = "Verify Your Email Address";
-
-export function verificationText(code: string): string {
-  return `Your verification code is: ${code}`;
-}
-
-/** The verification code mail of registration and resend (events `verification_mail_sent` / `_failed`). */
-export function sendVerificationEmail(smtp: SmtpConfig | undefined, to: string, code: string, log: Logger): Promise<void> {
-  return sendEmail(smtp, { to, subject: VERIFICATION_SUBJECT, text: verificationText(code) }, log, "verification");
-}
