@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { codesMatch, generateVerificationCode } from "../src/lib/codes";
 import { signLoginToken, verifyLoginToken } from "../src/lib/jwt";
 import { describeError, maskEmails } from "../src/lib/log";
-import { isLoopbackHost } from "../src/lib/smtp";
+import { isLoopbackHost, withAsciiDomain } from "../src/lib/smtp";
 
 describe("generateVerificationCode", () => {
   it("draws six-digit codes spread over the whole range 100000..999999", () => {
@@ -85,4 +85,19 @@ describe("isLoopbackHost, the hosts that may receive SMTP credentials without TL
       expect(isLoopbackHost(host)).toBe(false);
     },
   );
+});
+
+describe("withAsciiDomain", () => {
+  it.each([
+    ["ünïcode@bücher.example", "ünïcode@xn--bcher-kva.example"],
+    ["Ada@BÜCHER.Example", "Ada@xn--bcher-kva.example"],
+    ["user@例え.テスト", "user@xn--r8jz45g.xn--zckzah"],
+    ["user@Example.COM", "user@Example.COM"],
+  ])("writes %s as %s", (address, expected) => {
+    expect(withAsciiDomain(address)).toBe(expected);
+  });
+
+  it.each(["user@bü/cher.example", "user@bü:25", "user@１２７.０.０.１", "user@bü%41.example"])("refuses %s", (address) => {
+    expect(() => withAsciiDomain(address)).toThrow(/is not a valid internationalized domain name$/);
+  });
 });
