@@ -3,7 +3,7 @@ import { SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { codesMatch, generateCode } from "../src/auth/codes";
 import { describeError, maskEmails } from "../src/lib/log";
-import { isLoopbackHost } from "../src/lib/smtp";
+import { isLoopbackHost, withAsciiDomain } from "../src/lib/smtp";
 import { readRefreshToken, refreshTokenFor, signAccessToken, verifyAccessToken } from "../src/lib/tokens";
 
 describe("generateCode", () => {
@@ -106,4 +106,19 @@ describe("isLoopbackHost, the hosts that may receive SMTP credentials without TL
       expect(isLoopbackHost(host)).toBe(false);
     },
   );
+});
+
+describe("withAsciiDomain", () => {
+  it.each([
+    ["ünïcode@bücher.example", "ünïcode@xn--bcher-kva.example"],
+    ["Ada@BÜCHER.Example", "Ada@xn--bcher-kva.example"],
+    ["user@例え.テスト", "user@xn--r8jz45g.xn--zckzah"],
+    ["user@Example.COM", "user@Example.COM"],
+  ])("writes %s as %s", (address, expected) => {
+    expect(withAsciiDomain(address)).toBe(expected);
+  });
+
+  it.each(["user@bü/cher.example", "user@bü:25", "user@１２７.０.０.１", "user@bü%41.example"])("refuses %s", (address) => {
+    expect(() => withAsciiDomain(address)).toThrow(/is not a valid internationalized domain name$/);
+  });
 });

@@ -11,6 +11,7 @@ import {
   mailsTo,
   PASSWORD,
   randomEmail,
+  register,
   smtpCommands,
   smtpConnections,
   smtpPort,
@@ -119,6 +120,62 @@ describe("credentials and TLS", () => {
   });
 });
 
+describe("internationalized addresses", () => {
+  const unique = () => crypto.randomUUID().slice(0, 8);
+
+  it("sends to a non-ASCII local part with SMTPUTF8, and the domain as punycode in envelope and header", async () => {
+    const id = unique();
+    const email = `ünïcode-${id}@bücher.example`;
+    expect((await register(email)).status).toBe(201);
+
+    // smtp-server hands the domain back decoded; the command lines show what was sent.
+    const [mail] = await mailsTo(email);
+    expect(mail!.commands.filter((line) => /^(MAIL|RCPT) /.test(line))).toEqual([
+      "MAIL FROM:<sender@notes.test> BODY=8BITMIME SMTPUTF8",
+      `RCPT TO:<ünïcode-${id}@xn--bcher-kva.example>`,
+    ]);
+    expect(mail!.raw).toContain(`\r\nTo: ünïcode-${id}@xn--bcher-kva.example\r\n`);
+    expect((await PostalMime.parse(mail!.raw)).to).toEqual([{ name: "", address: `ünïcode-${id}@xn--bcher-kva.example` }]);
+  });
+
+  it("sends to an ASCII local part at an internationalized domain without SMTPUTF8, all in ASCII", async () => {
+    const id = unique();
+    const email = `user-${id}@bücher.example`;
+    expect((await registerThrough("asciiOnly", email)).status).toBe(201);
+
+    const [mail] = await mailsTo(email);
+    expect(mail!.commands.filter((line) => /^(MAIL|RCPT) /.test(line))).toEqual([
+      "MAIL FROM:<sender@notes.test>",
+      `RCPT TO:<user-${id}@xn--bcher-kva.example>`,
+    ]);
+    expect(mail!.raw).toContain(`\r\nTo: user-${id}@xn--bcher-kva.example\r\n`);
+    expect(mail!.raw).toMatch(/^\p{ASCII}*$/u);
+  });
+
+  it("sends nothing to a non-ASCII local part when the server lacks SMTPUTF8, and logs why", async () => {
+    const logs = captureLogs();
+    const email = `ünïcode-${unique()}@bücher.example`;
+    expect(await textOf(await registerThrough("asciiOnly", email))).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await mailsTo(email)).toEqual([]);
+    expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
+      errorName: "SmtpError",
+      errorMessage: "an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it",
+    });
+  });
+
+  it("opens no connection for a domain that is not a host name, and logs why", async () => {
+    const logs = captureLogs();
+    const before = (await smtpConnections()).tripwire ?? 0;
+    const email = `user-${unique()}@bü/cher.example`;
+    expect((await registerThrough("tripwire", email)).status).toBe(201);
+    expect((await smtpConnections()).tripwire ?? 0).toBe(before);
+    expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
+      errorName: "SmtpError",
+      errorMessage: "the domain bü/cher.example is not a valid internationalized domain name",
+    });
+  });
+});
+
 describe("sendEmail, the one sender of every kind of mail", () => {
   const smtp = readConfig(env).smtp!;
   const mail = (to: string) => ({ to, subject: "Reset your password", text: "Your reset code is: 654321" });
@@ -144,6 +201,20 @@ describe("sendEmail, the one sender of every kind of mail", () => {
     ).resolves.toBeUndefined();
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatchObject({ level: "error", event: "password_changed_mail_failed", errorName: "SmtpError" });
+  });
+
+  it("opens no connection for an address that would break out of the SMTP command", async () => {
+    const logs = captureLogs();
+    const before = (await smtpConnections()).tripwire ?? 0;
+    const injected = `${randomEmail()}>\r\nRCPT TO:<${randomEmail()}`;
+    await sendEmail({ ...smtp, port: Number(smtpPort("tripwire")) }, mail(injected), createLogger(), "password_reset");
+    expect((await smtpConnections()).tripwire ?? 0).toBe(before);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: "password_reset_mail_failed",
+        errorMessage: "an envelope address holds white space, a control character or an angle bracket",
+      }),
+    ]);
   });
 
   it("resolves and logs mail_not_configured without a mail account", async () => {

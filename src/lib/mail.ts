@@ -1,7 +1,7 @@
 import { Email } from "worker-mailer";
 import type { SmtpConfig } from "../config";
 import { describeError, type Logger } from "./log";
-import { sendMail } from "./smtp";
+import { sendMail, withAsciiDomain } from "./smtp";
 
 /** One plain-text mail to one recipient. */
 export interface Mail {
@@ -23,13 +23,12 @@ export async function sendEmail(smtp: SmtpConfig | undefined, mail: Mail, log: L
   }
   const started = Date.now();
   try {
-    const message = new Email({
-      from: { name: smtp.fromName, email: smtp.username },
-      to: mail.to,
-      subject: mail.subject,
-      text: mail.text,
-    });
-    await sendMail(smtp, { from: smtp.username, to: mail.to, data: message.getEmailData() });
+    // worker-mailer writes addresses into the From and To headers as they are given: a header must name
+    // the same ASCII domain the envelope uses.
+    const from = withAsciiDomain(smtp.username);
+    const to = withAsciiDomain(mail.to);
+    const message = new Email({ from: { name: smtp.fromName, email: from }, to, subject: mail.subject, text: mail.text });
+    await sendMail(smtp, { from, to, data: message.getEmailData() });
     log.info(`${kind}_mail_sent`, { durationMs: Date.now() - started });
   } catch (err) {
     log.error(`${kind}_mail_failed`, { ...describeError(err), durationMs: Date.now() - started });

@@ -184,8 +184,44 @@ async function authenticate(session: SmtpConversation, caps: Map<string, string[
   }
 }
 
+const NON_ASCII = /\P{ASCII}/u;
+// Characters that would end the path of MAIL FROM or RCPT TO, or the command line itself.
+const OUTSIDE_A_PATH = /[\s\p{Cc}<>]/u;
+
+/**
+ * `address` with its domain in ASCII: an internationalized domain (`bücher.example`) becomes its IDNA
+ * A-labels (`xn--bcher-kva.example`), which every server and header accepts, SMTPUTF8 or not. The local
+ * part is left as it is. An ASCII domain is returned untouched.
+ */
+export function withAsciiDomain(address: string): string {
+  const at = address.lastIndexOf("@");
+  const domain = address.slice(at + 1);
+  if (at < 1 || !NON_ASCII.test(domain)) return address;
+  // The URL parser applies IDNA (UTS #46) to a host name; what it would read as anything but a host name
+  // (a port, a path, an IP address, a percent-escape) is not a domain.
+  let host = "";
+  if (!/[\s/?#@:[\]\\%]/.test(domain)) {
+    try {
+      host = new URL(`http://${domain}`).hostname;
+    } catch {
+      // not a host name: refused below
+    }
+  }
+  if (!/^[a-z0-9.-]+$/.test(host) || /^[\d.]+$/.test(host)) {
+    throw new SmtpError(`the domain ${domain} is not a valid internationalized domain name`);
+  }
+  return `${address.slice(0, at)}@${host}`;
+}
+
 /** Delivers one message. Resolves once the server has accepted it; rejects with an SmtpError otherwise. */
 export async function sendMail(settings: SmtpSettings, envelope: Envelope): Promise<void> {
+  const from = withAsciiDomain(envelope.from);
+  const to = withAsciiDomain(envelope.to);
+  if (OUTSIDE_A_PATH.test(from) || OUTSIDE_A_PATH.test(to)) {
+    throw new SmtpError("an envelope address holds white space, a control character or an angle bracket");
+  }
+  // Only SMTPUTF8 (RFC 6531) lets a local part be more than ASCII.
+  const needsSmtpUtf8 = NON_ASCII.test(from) || NON_ASCII.test(to);
   const deadline = Date.now() + settings.timeoutMs;
   const socket = connect(
     { hostname: settings.host, port: settings.port },
@@ -197,7 +233,7 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
       throw err instanceof SmtpError ? err : new SmtpError(`could not connect to ${settings.host}:${settings.port}`);
     });
     await session.expect([220], "greeting");
-    const heloName = envelope.from.split("@").pop() || "localhost";
+    const heloName = from.split("@").pop() || "localhost";
     let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
     let encrypted = settings.secure;
     if (!encrypted && caps.has("STARTTLS")) {
@@ -212,9 +248,14 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
         `refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`,
       );
     }
+    if (needsSmtpUtf8 && !caps.has("SMTPUTF8")) {
+      throw new SmtpError("an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it");
+    }
     await authenticate(session, caps, settings);
-    await session.command(`MAIL FROM:<${envelope.from}>`, [250], "MAIL FROM");
-    await session.command(`RCPT TO:<${envelope.to}>`, [250, 251], "RCPT TO");
+    // An SMTPUTF8 message carries UTF-8 in its headers: 8-bit data, announced as such (RFC 6152).
+    const eightBit = NON_ASCII.test(envelope.data) && caps.has("8BITMIME") ? " BODY=8BITMIME" : "";
+    await session.command(`MAIL FROM:<${from}>${eightBit}${needsSmtpUtf8 ? " SMTPUTF8" : ""}`, [250], "MAIL FROM");
+    await session.command(`RCPT TO:<${to}>`, [250, 251], "RCPT TO");
     await session.command("DATA", [354], "DATA");
     await session.send(envelope.data, "sending the message");
     await session.expect([250], "the message");

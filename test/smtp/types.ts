@@ -13,6 +13,7 @@ export interface ReceivedMail {
 export type SmtpPeer =
   | "mailbox"
   | "plaintext"
+  | "asciiOnly"
   | "rejectSender"
   | "rejectRecipient"
   | "rejectLogin"
