@@ -1,6 +1,6 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import { Hono, type Context } from "hono";
-import { loginFailures, notes, sessions, users } from "../db/schema";
+import { loginFailures, notes, oneTimeCodes, sessions, users } from "../db/schema";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword, verifyPassword } from "../lib/password";
@@ -123,20 +123,27 @@ export const account = new Hono<AppEnv>()
     const { code, newEmail } = claim;
     const stillIssued = codeStillIssued(caller.userId, "change_email", code);
     const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail})`;
+    const switchedTo = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
     // One transaction: the switch (only while the code is still the one claimed, the session live and
     // the address free: the unique index is never hit), then, only if it happened, every other session
-    // ends; the code is used up either way.
+    // and every other code of the account ends; this code is used up either way.
     const [switched] = await db.batch([
       db
         .update(users)
         .set({ email: newEmail, isVerified: true })
         .where(and(eq(users.id, caller.userId), stillIssued, liveSession(caller, now), addressFree))
         .returning({ id: users.id }),
-      db.delete(sessions).where(and(otherSessions(caller), sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`)),
+      db.delete(sessions).where(and(otherSessions(caller), switchedTo)),
+      // Codes mailed to the old address (a password reset, say) must not act on the account any more.
+      db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switchedTo)),
       deleteCode(db, caller.userId, "change_email", code),
     ]);
     if (switched.length === 0) {
-      const [taken] = await db.select({ id: users.id }).from(users).where(eq(users.email, newEmail));
+      // Taken by another account (not the caller's: a concurrent confirmation with this code may have won).
+      const [taken] = await db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.email, newEmail), ne(users.id, caller.userId)));
       return taken ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
     }
     log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
-import { sessions } from "../db/schema";
+import { sessions, users } from "../db/schema";
 import {
   ACCESS_TOKEN_TTL_SECONDS,
   newSessionId,
@@ -34,19 +34,32 @@ export function shortUserAgent(header: string | undefined): string | null {
   return text === "" ? null : [...text].slice(0, USER_AGENT_CHARS).join("");
 }
 
-/** A new session for a login; its id is the access token's `sid`. */
-export function createSession(db: Database, userId: number, userAgent: string | null, now: number) {
+/**
+ * A new session for a login, whose id is the access token's `sid`: created only while the account still
+ * has the password hash the login checked, so a login racing a password reset or change, or the deletion
+ * of the account, starts no session (and hits no foreign key). Returns nothing then.
+ */
+export function createSession(db: Database, userId: number, checkedHash: string, userAgent: string | null, now: number) {
   const id = newSessionId();
-  const query = db.insert(sessions).values({
-    id,
-    userId,
-    createdAt: now,
-    lastUsedAt: now,
-    expiresAt: now + SESSION_IDLE_MS,
-    generation: 0,
-    rotatedAt: 0,
-    userAgent,
-  });
+  const query = db
+    .insert(sessions)
+    .select(
+      // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
+      db
+        .select({
+          id: sql<string>`${id}`.as("id"),
+          userId: users.id,
+          createdAt: sql<number>`${now}`.as("created_at"),
+          lastUsedAt: sql<number>`${now}`.as("last_used_at"),
+          expiresAt: sql<number>`${now + SESSION_IDLE_MS}`.as("expires_at"),
+          generation: sql<number>`0`.as("generation"),
+          rotatedAt: sql<number>`0`.as("rotated_at"),
+          userAgent: sql<string | null>`${userAgent}`.as("user_agent"),
+        })
+        .from(users)
+        .where(and(eq(users.id, userId), eq(users.password, checkedHash))),
+    )
+    .returning({ id: sessions.id });
   return { id, query };
 }
 

@@ -58,8 +58,11 @@ export const sessionRoutes = new Hono<AppEnv>()
       return c.text(AuthMessage.notVerified, 403);
     }
     const secret = jwtSecretOf(c);
-    const session = createSession(db, user.id, shortUserAgent(c.req.header("User-Agent")), now);
-    await db.batch([releaseLogin(db, email, claim.lockedUntil), session.query]);
+    const session = createSession(db, user.id, user.password, shortUserAgent(c.req.header("User-Agent")), now);
+    const [, created] = await db.batch([releaseLogin(db, email, claim.lockedUntil), session.query]);
+    // The password was reset or changed, or the account deleted, while bcrypt ran: the password checked
+    // is no longer the account's.
+    if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);
     log.info("session_created", { userId: user.id, sessionId: session.id });
     return c.json(await sessionTokens({ userId: user.id, sessionId: session.id }, 0, secret, log), 200);
   })
