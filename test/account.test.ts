@@ -2,22 +2,30 @@ import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
 import { describe, expect, it } from "vitest";
 import {
+  bearer,
   call,
   callWithEnv,
   fireCron,
   JSON_TYPE,
   jsonOf,
+  login,
+  logIn,
   mailedCode,
   mailsTo,
+  me,
+  otherCode,
   PASSWORD,
   randomEmail,
+  refresh,
   register,
   setCode,
   setUser,
   storedCode,
   storedUser,
+  tally,
   TEXT,
   textOf,
+  type Tokens,
 } from "./helpers";
 
 /**
@@ -51,38 +59,10 @@ const Subject = {
   emailChanged: "Your Email Address Was Changed",
 } as const;
 
-interface Tokens {
-  token: string;
-  refresh_token: string;
-  expires_in: number;
-}
-
 interface ParsedMail {
   from: string | undefined;
   subject: string;
   text: string;
-}
-
-function bearer(token: string): Record<string, string> {
-  return { Authorization: `Bearer ${token}` };
-}
-
-function login(email: string, password = PASSWORD): Promise<Response> {
-  return call("POST", "/auth/login", { email, password });
-}
-
-async function logIn(email: string, password = PASSWORD): Promise<Tokens> {
-  const response = await login(email, password);
-  expect(response.status).toBe(200);
-  return response.json();
-}
-
-function me(token: string): Promise<Response> {
-  return call("GET", "/auth/me", undefined, bearer(token));
-}
-
-function refresh(refreshToken: string): Promise<Response> {
-  return call("POST", "/auth/refresh", { refresh_token: refreshToken });
 }
 
 function forgot(email: string): Promise<Response> {
@@ -188,16 +168,6 @@ async function emailChangeCode(email: string, token: string, newEmail: string): 
   const mails = await mailsWithSubject(newEmail, Subject.confirmNewEmail);
   expect(mails).toHaveLength(1);
   return codeIn(mails[0], "Your email change confirmation code is: ");
-}
-
-function otherCode(code: string): string {
-  return code === "111111" ? "222222" : "111111";
-}
-
-function tally(responses: Response[]): Record<number, number> {
-  const counts: Record<number, number> = {};
-  for (const { status } of responses) counts[status] = (counts[status] ?? 0) + 1;
-  return counts;
 }
 
 async function count(sql: string, ...params: unknown[]): Promise<number> {
@@ -562,7 +532,7 @@ describe("taking back an address someone else registered", () => {
     const code = await resetCode(victim);
     expect(await textOf(await reset(victim, code, PASSWORD))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
 
-    const { token } = await logIn(victim, PASSWORD);
+    const { token } = await logIn(victim);
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email: victim, verified: true } });
     expect(await textOf(await login(victim, attackerPassword))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
   });

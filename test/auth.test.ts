@@ -5,8 +5,10 @@ import PostalMime from "postal-mime";
 import { describe, expect, it } from "vitest";
 import {
   call,
+  login,
   mailedCode,
   mailsTo,
+  otherCode,
   PASSWORD,
   randomEmail,
   register,
@@ -16,24 +18,12 @@ import {
   TEXT,
   textOf,
   verifiedAccount,
+  verify,
 } from "./helpers";
 
 const CREATED = "User created. Please check your email for a verification code.";
 const INVALID_TOKEN = "Invalid or expired verification token.";
 const INVALID_CREDENTIALS = "Invalid email or password.";
-
-function verify(email: string, token: unknown) {
-  return call("POST", "/auth/verify-email", { email, token });
-}
-
-function login(email: string, password: string) {
-  return call("POST", "/auth/login", { email, password });
-}
-
-/** A six-digit code that is not `code`. */
-function otherCode(code: string): string {
-  return code === "123456" ? "654321" : "123456";
-}
 
 describe("POST /auth/register", () => {
   it("creates an unverified user with a bcrypt hash and a code valid for 15 minutes", async () => {

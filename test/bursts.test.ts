@@ -5,16 +5,20 @@ import { claimLogin, releaseLogin } from "../src/auth/limits";
 import {
   call,
   callWithEnv,
+  login,
   mailedCode,
+  otherCode,
   PASSWORD,
   randomEmail,
   register,
   setCode,
   setUser,
   storedCode,
+  tally,
   TEXT,
   textOf,
   verifiedAccount,
+  verify,
 } from "./helpers";
 
 /**
@@ -27,25 +31,6 @@ const MINUTE = 60_000;
 const LOCKED = "Too many failed login attempts. Please try again later.";
 const INVALID_CREDENTIALS = "Invalid email or password.";
 const INVALID_TOKEN = "Invalid or expired verification token.";
-
-function login(email: string, password: string) {
-  return call("POST", "/auth/login", { email, password });
-}
-
-function verify(email: string, token: string) {
-  return call("POST", "/auth/verify-email", { email, token });
-}
-
-function otherCode(code: string): string {
-  return code === "111111" ? "222222" : "111111";
-}
-
-/** How many answers had each status. */
-function tally(responses: Response[]): Record<number, number> {
-  const counts: Record<number, number> = {};
-  for (const { status } of responses) counts[status] = (counts[status] ?? 0) + 1;
-  return counts;
-}
 
 async function loginRow(email: string) {
   return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?")

@@ -82,6 +82,51 @@ export async function mailedCode(address: string): Promise<string> {
   return match[1]!;
 }
 
+export function login(email: string, password = PASSWORD): Promise<Response> {
+  return call("POST", "/auth/login", { email, password });
+}
+
+export function verify(email: string, token: unknown): Promise<Response> {
+  return call("POST", "/auth/verify-email", { email, token });
+}
+
+/** A six-digit code that is not `code`. */
+export function otherCode(code: string): string {
+  return code === "111111" ? "222222" : "111111";
+}
+
+/** How many answers of a burst had each status. */
+export function tally(responses: Response[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const { status } of responses) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+}
+
+export interface Tokens {
+  token: string;
+  refresh_token: string;
+  expires_in: number;
+}
+
+/** Logs in (expecting 200) and returns the tokens. */
+export async function logIn(email: string, { password = PASSWORD, userAgent }: { password?: string; userAgent?: string } = {}): Promise<Tokens> {
+  const response = await call("POST", "/auth/login", { email, password }, userAgent ? { "User-Agent": userAgent } : {});
+  if (response.status !== 200) throw new Error(`login: expected 200, got ${response.status}`);
+  return response.json();
+}
+
+export function bearer(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}` };
+}
+
+export function me(token: string): Promise<Response> {
+  return call("GET", "/auth/me", undefined, bearer(token));
+}
+
+export function refresh(refreshToken: unknown): Promise<Response> {
+  return call("POST", "/auth/refresh", { refresh_token: refreshToken });
+}
+
 export async function register(email: string, password = PASSWORD): Promise<Response> {
   return call("POST", "/auth/register", { email, password });
 }

@@ -7,7 +7,9 @@ import {
   captureLogs,
   JSON_TYPE,
   jsonOf,
+  login,
   mailsTo,
+  otherCode,
   PASSWORD,
   randomEmail,
   register,
@@ -18,6 +20,7 @@ import {
   TEXT,
   textOf,
   verifiedAccount,
+  verify,
 } from "./helpers";
 
 const MINUTE = 60_000;
@@ -32,14 +35,6 @@ afterEach(() => {
 
 function resend(email: string) {
   return call("POST", "/auth/resend-verification", { email });
-}
-
-function verify(email: string, token: string) {
-  return call("POST", "/auth/verify-email", { email, token });
-}
-
-function login(email: string, password: string) {
-  return call("POST", "/auth/login", { email, password });
 }
 
 /** The codes in every verification mail sent to `email`, oldest first. */
@@ -58,10 +53,6 @@ async function accountPastCooldown(): Promise<string> {
   await register(email);
   await setUser(email, { lastMailAt: Date.now() - MINUTE });
   return email;
-}
-
-function otherCode(code: string): string {
-  return code === "111111" ? "222222" : "111111";
 }
 
 describe("POST /auth/resend-verification", () => {

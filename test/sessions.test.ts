@@ -2,27 +2,25 @@ import { env } from "cloudflare:workers";
 import { decodeJwt, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import {
+  bearer,
   call,
   callWithEnv,
   fireCron,
   JSON_TYPE,
   jsonOf,
-  PASSWORD,
+  logIn,
+  me,
+  refresh,
   storedUser,
   TEXT,
   textOf,
+  type Tokens,
   verifiedAccount,
 } from "./helpers";
 
 const DAY = 24 * 60 * 60 * 1000;
 const INVALID_ACCESS = "Invalid or expired access token.";
 const INVALID_REFRESH = "Invalid or expired refresh token.";
-
-interface Tokens {
-  token: string;
-  refresh_token: string;
-  expires_in: number;
-}
 
 interface StoredSession {
   id: string;
@@ -33,24 +31,6 @@ interface StoredSession {
   generation: number;
   rotated_at: number;
   user_agent: string | null;
-}
-
-async function logIn(email: string, userAgent?: string): Promise<Tokens> {
-  const response = await call("POST", "/auth/login", { email, password: PASSWORD }, userAgent ? { "User-Agent": userAgent } : {});
-  expect(response.status).toBe(200);
-  return response.json();
-}
-
-function bearer(token: string): Record<string, string> {
-  return { Authorization: `Bearer ${token}` };
-}
-
-function refresh(refreshToken: unknown): Promise<Response> {
-  return call("POST", "/auth/refresh", { refresh_token: refreshToken });
-}
-
-function me(token: string): Promise<Response> {
-  return call("GET", "/auth/me", undefined, bearer(token));
 }
 
 function sessionIdOf(token: string): string {
@@ -85,7 +65,7 @@ describe("POST /auth/login sessions", () => {
   it("creates a session with its user agent, and stores no token", async () => {
     const email = await verifiedAccount();
     const before = Date.now();
-    const tokens = await logIn(email, "Mozilla/5.0\t(X11;   Linux)  Firefox/140.0 ");
+    const tokens = await logIn(email, { userAgent: "Mozilla/5.0\t(X11;   Linux)  Firefox/140.0 " });
     const session = await storedSession(sessionIdOf(tokens.token));
     expect(session).toMatchObject({ user_id: (await storedUser(email))!.id, generation: 0, user_agent: "Mozilla/5.0 (X11; Linux) Firefox/140.0" });
     expect(session!.created_at).toBeGreaterThanOrEqual(before);
@@ -96,7 +76,7 @@ describe("POST /auth/login sessions", () => {
   });
 
   it("keeps at most 200 characters of a user agent", async () => {
-    const tokens = await logIn(await verifiedAccount(), "x".repeat(5_000));
+    const tokens = await logIn(await verifiedAccount(), { userAgent: "x".repeat(5_000) });
     expect((await storedSession(sessionIdOf(tokens.token)))!.user_agent).toBe("x".repeat(200));
   });
 });
@@ -241,9 +221,9 @@ describe("POST /auth/logout", () => {
 describe("GET /auth/sessions", () => {
   it("lists the caller's live sessions, newest use first, marking the current one", async () => {
     const email = await verifiedAccount();
-    const phone = await logIn(email, "Phone/1.0");
-    const laptop = await logIn(email, "Laptop/2.0");
-    await logIn(await verifiedAccount(), "Someone else");
+    const phone = await logIn(email, { userAgent: "Phone/1.0" });
+    const laptop = await logIn(email, { userAgent: "Laptop/2.0" });
+    await logIn(await verifiedAccount(), { userAgent: "Someone else" });
 
     const response = await call("GET", "/auth/sessions", undefined, bearer(phone.token));
     expect(response.status).toBe(200);
