@@ -978,22 +978,6 @@ describe("DELETE /auth/account", () => {
   });
 });
 
-describe("wrong methods on the accounts area's new paths", () => {
-  it.each([
-    ["GET", "/auth/forgot-password", "POST"],
-    ["PUT", "/auth/reset-password", "POST"],
-    ["GET", "/auth/change-password", "POST"],
-    ["DELETE", "/auth/change-email", "POST"],
-    ["PATCH", "/auth/confirm-email-change", "POST"],
-    ["GET", "/auth/account", "DELETE"],
-    ["POST", "/auth/account", "DELETE"],
-  ])("answers 405 for %s %s", async (method, path, allow) => {
-    const response = await call(method, path);
-    expect(await textOf(response)).toEqual({ status: 405, type: TEXT, body: "Method not allowed" });
-    expect(response.headers.get("allow")).toBe(allow);
-  });
-});
-
 describe("malformed bodies on the new endpoints", () => {
   const bodies: Array<[string, string, string]> = [
     ["non-JSON", "email=a@example.com", "Request body must be valid JSON."],
