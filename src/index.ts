@@ -1,4 +1,3 @@
-import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
@@ -6,6 +5,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
 import { readConfig, type Config } from "./config";
+import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession } from "./db/client";
 import { docs } from "./docs/routes";
 import { clientRateLimit, corsPolicy, limitBody } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
@@ -13,25 +13,18 @@ import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { notesApp } from "./notes/routes";
 import { cleanUp } from "./scheduled";
-import type { AppEnv, Bindings, Database } from "./types";
+import type { AppEnv, Bindings } from "./types";
 
 const KiB = 1024;
 
-// The bindings object and the D1 binding live as long as the isolate: settings are read and checked,
-// and the query builder made, once per isolate rather than once per request.
+// The bindings object lives as long as the isolate: settings are read and checked once per isolate
+// rather than once per request.
 const configs = new WeakMap<Bindings, Config>();
-const databases = new WeakMap<D1Database, Database>();
 
 function configFor(env: Bindings): Config {
   let config = configs.get(env);
   if (!config) configs.set(env, (config = readConfig(env)));
   return config;
-}
-
-function databaseFor(binding: D1Database): Database {
-  let db = databases.get(binding);
-  if (!db) databases.set(binding, (db = drizzle(binding)));
-  return db;
 }
 
 const app = new Hono<AppEnv>()
@@ -41,12 +34,24 @@ const app = new Hono<AppEnv>()
     c.set("log", log);
     const started = Date.now();
     c.set("config", configFor(c.env));
-    c.set("db", databaseFor(c.env.DB));
     await next();
     log.info("request", { status: c.res.status, durationMs: Date.now() - started });
   })
   .use(secureHeaders())
   .use(corsPolicy)
+  // Each request reads and writes through a D1 session (read replication, see db/client.ts), and every
+  // answer carries the session's bookmark for the client to send back on its next request.
+  .use(async (c, next) => {
+    const bookmark = c.req.header(BOOKMARK_HEADER);
+    if (bookmark !== undefined && !isBookmark(bookmark)) {
+      return errorResponse(c, 400, isAccountsPath(c.req.path) ? AuthMessage.invalidBookmark : NoteMessage.invalidBookmark);
+    }
+    const session = requestSession(c.env.DB, c.req.method, bookmark);
+    c.set("db", databaseOf(session));
+    await next();
+    const latest = session.getBookmark() ?? bookmark;
+    if (latest) c.header(BOOKMARK_HEADER, latest);
+  })
   .use("/auth/*", limitBody(16 * KiB, AuthMessage.bodyTooLarge))
   .on("POST", "/auth/*", clientRateLimit((env) => env.AUTH_RATE_LIMITER, AuthMessage.clientThrottled))
   // Notes content is unbounded by the spec; 1 MiB keeps a row well under D1's 2 MB limit.
@@ -73,6 +78,6 @@ export { app };
 export default {
   fetch: app.fetch,
   async scheduled(_controller, env) {
-    await cleanUp(databaseFor(env.DB), Date.now());
+    await cleanUp(databaseOf(env.DB), Date.now());
   },
 } satisfies ExportedHandler<Bindings>;

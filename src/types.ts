@@ -1,5 +1,6 @@
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { Config } from "./config";
+import type { D1Client } from "./db/client";
 import type { Logger } from "./lib/log";
 import type { AccessClaims } from "./lib/tokens";
 
@@ -11,7 +12,7 @@ import type { AccessClaims } from "./lib/tokens";
 export type Bindings = Env;
 
 /** Plain query builder: the app uses no relational queries, so no schema is registered. */
-export type Database = DrizzleD1Database & { $client: D1Database };
+export type Database = DrizzleD1Database & { $client: D1Client };
 
 /** The one environment type every Hono app and handler in this project shares. */
 export type AppEnv = {

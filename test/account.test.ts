@@ -226,6 +226,10 @@ async function holdRequest(pattern: RegExp, send: (db: D1Database) => Promise<Re
       }
       return env.DB.batch(statements);
     },
+    // The app reads and writes through a D1 session of the binding (read replication): this one.
+    withSession() {
+      return { prepare: (query: string) => db.prepare(query), batch: (statements: D1PreparedStatement[]) => db.batch(statements), getBookmark: () => null };
+    },
   };
   const response = send(db as unknown as D1Database);
   await Promise.race([

@@ -51,5 +51,6 @@ export const AuthMessage = {
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
   bodyTooLarge: "Request body is too large (limit 16 KiB).",
+  invalidBookmark: "Invalid X-D1-Bookmark header.",
   internalError: "Internal server error.",
 } as const;

@@ -109,8 +109,18 @@ const noteWriteErrors = {
 const badNoteId = jsonError("`{id}` is not an integer", NoteMessage.invalidId);
 const noteNotFound = jsonError("No such note (or, with NOTES_AUTH=required, someone else's)", NoteMessage.notFound);
 
+/** Every path of the API that uses the database takes the bookmark header (see components.parameters). */
+function withBookmarks(document: Json): Json {
+  const paths = document.paths as Record<string, Json>;
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith("/auth/") && !path.startsWith("/notes")) continue;
+    item.parameters = [...((item.parameters as Json[] | undefined) ?? []), { $ref: "#/components/parameters/Bookmark" }];
+  }
+  return document;
+}
+
 export function openApiDocument(): Json {
-  return {
+  return withBookmarks({
     openapi: "3.1.0",
     info: {
       title: "Notes API",
@@ -164,6 +174,18 @@ export function openApiDocument(): Json {
             verified: { type: "boolean" },
             created_at: { type: "string", format: "date-time" },
           },
+        },
+      },
+      parameters: {
+        Bookmark: {
+          name: "X-D1-Bookmark",
+          in: "header",
+          required: false,
+          description:
+            "The `X-D1-Bookmark` of your last answer (every answer that used the database carries one): the request then reads data at " +
+            "least that recent, your own writes included. Without it a read may be served by a nearby replica that lags a little. " +
+            `A value that is not a bookmark is a 400: \`${AuthMessage.invalidBookmark}\` on /auth, \`{"error": "${NoteMessage.invalidBookmark}"}\` on /notes.`,
+          schema: { type: "string", pattern: "^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$" },
         },
       },
       securitySchemes: {
@@ -501,5 +523,5 @@ export function openApiDocument(): Json {
         },
       },
     },
-  };
+  });
 }

@@ -19,6 +19,7 @@ export const NoteMessage = {
   titleEmpty: "title must not be empty",
   titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
   bodyTooLarge: "Request body is too large (limit 1 MiB)",
+  invalidBookmark: "Invalid X-D1-Bookmark header",
   clientThrottled: "Too many requests",
   unauthorized: "Unauthorized",
   internalError: "Internal server error",

@@ -1,0 +1,36 @@
+import { drizzle } from "drizzle-orm/d1";
+import type { Database } from "../types";
+
+/**
+ * What drizzle-orm's D1 driver calls on its client: `prepare` and `batch`, nothing else (d1/session.js in
+ * 0.45). A D1 session from `withSession()` has both, like the binding itself, but drizzle types its
+ * client as the whole binding (session support is drizzle-orm#4522, still open). So the one cast below
+ * narrows nothing drizzle uses; `D1Client` keeps the compiler checking that a session has what it needs.
+ */
+export type D1Client = Pick<D1Database, "prepare" | "batch">;
+
+export function databaseOf(client: D1Client): Database {
+  return drizzle(client as D1Database);
+}
+
+/** The header a client sends its last bookmark in, and gets the new one back in. */
+export const BOOKMARK_HEADER = "X-D1-Bookmark";
+
+/** A bookmark as D1 hands them out: four lower-case hex groups, ordered as the database's history. */
+const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+
+export function isBookmark(value: string): boolean {
+  return BOOKMARK.test(value);
+}
+
+/**
+ * The D1 session of one request (read replication). A read (GET, HEAD) may be served by the nearest
+ * replica, however far behind it is ("first-unconstrained"); anything else starts at the primary, where
+ * its writes go anyway ("first-primary"). With the bookmark of the client's last answer, the session
+ * starts at a copy at least that recent: the client reads its own writes. Within one request, queries
+ * are sequentially consistent either way.
+ */
+export function requestSession(binding: D1Database, method: string, bookmark: string | undefined): D1DatabaseSession {
+  const isRead = method === "GET" || method === "HEAD";
+  return binding.withSession(bookmark ?? (isRead ? "first-unconstrained" : "first-primary"));
+}
