@@ -4,7 +4,7 @@ import { notes } from "../db/schema";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { listPage, ownedBy, streamNotes } from "./list";
+import { listNotes, ownedBy } from "./list";
 import { requireNotesAuth } from "./owner";
 import { CreateNoteBody, ListQuery, NoteMessage, noteJson, parseNoteId, UpdateNoteBody } from "./schemas";
 
@@ -19,15 +19,10 @@ export const notesApp = new Hono<AppEnv>()
   .get("/", queryParams(ListQuery), async (c) => {
     const { limit, after } = c.req.valid("query");
     const { db, log, owner } = c.var;
-    if (limit === undefined) {
-      // The whole list, streamed in keyset-paged chunks (see list.ts); a failure of the first chunk
-      // still reaches onError.
-      return c.body(await streamNotes(db, log, owner), 200, { "Content-Type": "application/json" });
-    }
-    const page = await listPage(db, owner, limit, after);
-    const last = page.notes.at(-1);
-    if (page.hasMore && last) c.header("Link", `</notes?limit=${limit}&after=${last.id}>; rel="next"`);
-    return c.json(page.notes.map(noteJson), 200);
+    // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
+    const list = await listNotes(db, log, owner, limit === undefined ? undefined : { limit, after });
+    if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
+    return c.body(list.body, 200, { "Content-Type": "application/json" });
   })
   .post("/", jsonBody(CreateNoteBody), async (c) => {
     const { title, content } = c.req.valid("json");
