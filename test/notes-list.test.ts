@@ -292,6 +292,31 @@ describe("GET /notes on a database of its own", () => {
         expect(await response.text()).toBe(JSON.stringify(note));
       }
     });
+
+    it("for a created and an updated note", async () => {
+      const send = (method: string, path: string, body: unknown) => callWithEnv({ DB: env.LIST_DB }, method, path, body);
+      const stored = async (id: number) =>
+        (await db().prepare("SELECT id, title, content, created_at FROM notes WHERE id = ?").bind(id).first<Seed & { id: number }>())!;
+      const asJson = (row: Seed & { id: number }) => JSON.stringify({ id: row.id, title: row.title, content: row.content, created_at: new Date(row.created_at).toISOString() });
+      // Titles are at most 200 characters and never blank, so these go into the content, and the title takes
+      // the shorter ones.
+      for (const [i, text] of texts.entries()) {
+        const title = `${text.slice(0, 150)} title ${i}`;
+        const created = await send("POST", "/notes", { title, content: text });
+        expect(created.status).toBe(201);
+        expect(created.headers.get("content-type")).toBe(JSON_TYPE);
+        const { id } = JSON.parse(await created.clone().text()) as NoteJson;
+        expect(await created.text()).toBe(asJson(await stored(id)));
+
+        const other = texts[(i + 3) % texts.length]!;
+        for (const change of [{ content: other }, { title: `${other.slice(0, 150)} again` }, { title: "both", content: text }, {}]) {
+          const updated = await send("PATCH", `/notes/${id}`, change);
+          expect(updated.status).toBe(200);
+          expect(updated.headers.get("content-type")).toBe(JSON_TYPE);
+          expect(await updated.text()).toBe(asJson(await stored(id)));
+        }
+      }
+    });
   });
 
   it("sends a list shorter than one chunk from one query: the body is complete without the table", async () => {
@@ -361,7 +386,7 @@ describe("GET /notes on a database of its own", () => {
     const rows = seeds(mark, 3).map((row) => ({ ...row, content: "\u0001".repeat(LIST_CHUNK_BYTES / 3 - OVERHEAD - row.title.length) }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
-    const query = chunkQuery(drizzle(db()), undefined, { after: undefined, upTo: undefined }, 100, LIST_CHUNK_BYTES);
+    const query = chunkQuery(drizzle(db()), undefined, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 100, LIST_CHUNK_BYTES);
     const failure = await Promise.resolve(query).then(() => undefined, (err: unknown) => err);
     expect(String((failure as Error | undefined)?.cause)).toMatch(/string or blob too big: SQLITE_TOOBIG/);
 
@@ -414,7 +439,7 @@ describe("GET /notes on a database of its own", () => {
     await seedOneByOne(db(), rows);
     const orm = drizzle(db());
     const [[chunk], [total]] = await orm.batch([
-      chunkQuery(orm, undefined, { after: undefined, upTo: undefined }, 100, LIST_CHUNK_BYTES),
+      chunkQuery(orm, undefined, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 100, LIST_CHUNK_BYTES),
       orm.select({ n: count() }).from(notes),
     ]);
     expect(total).toEqual({ n: 3 });

@@ -1,4 +1,4 @@
-import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, lte, sql, type Placeholder, type SQL } from "drizzle-orm";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { Database } from "../types";
@@ -30,15 +30,20 @@ const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
 const MIN_CHUNK_ROWS = 100;
 
 /** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(owner: number | undefined): SQL | undefined {
+export function ownedBy(owner: number | Placeholder | undefined): SQL | undefined {
   return owner === undefined ? undefined : eq(notes.userId, owner);
 }
 
-/** Which notes a chunk query looks at: ids above `after` and up to `upTo` (each unbounded when undefined). */
+type Value<T> = T | Placeholder;
+
+/** Which notes a chunk query looks at: ids above `after` and up to `upTo`. */
 export interface ListRange {
-  after: number | undefined;
-  upTo: number | undefined;
+  after: number;
+  upTo: number;
 }
+
+/** The whole list's range. */
+const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER };
 
 /** One chunk as SQLite returns it. */
 export interface Chunk {
@@ -60,19 +65,15 @@ export interface Chunk {
  * longest prefix within `budget` bytes (at least one note) is the chunk, and SQLite writes its JSON.
  * So no query reads more content than one chunk's, and the Worker only passes the text on.
  *
- * A Drizzle query: await it, or put it in a `db.batch()` with other statements.
+ * With values it is an ordinary Drizzle query, to await or to put in a `db.batch()` with other
+ * statements; `listNotes` runs it prepared with placeholders (see `preparedChunk`).
  */
-export function chunkQuery(db: Database, owner: number | undefined, range: ListRange, rows: number, budget: number) {
-  const within = (after: number | SQL | undefined, upTo: number | SQL | undefined) =>
-    and(
-      after === undefined ? undefined : gt(notes.id, after),
-      upTo === undefined ? undefined : lte(notes.id, upTo),
-      ownedBy(owner),
-    ) ?? sql`1`;
+export function chunkQuery(db: Database, owner: Value<number> | undefined, after: Value<number>, upTo: Value<number>, rows: Value<number>, budget: Value<number>) {
+  const within = (lo: Value<number> | SQL, hi: Value<number> | SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
   const chunk = sql`
     WITH page AS (
       SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
-      FROM ${notes} WHERE ${within(range.after, range.upTo)} ORDER BY ${notes.id} LIMIT ${rows}
+      FROM ${notes} WHERE ${within(after, upTo)} ORDER BY ${notes.id} LIMIT ${rows}
     ),
     reach AS (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM page),
     bound AS (
@@ -81,9 +82,9 @@ export function chunkQuery(db: Database, owner: number | undefined, range: ListR
       FROM reach
     )
     SELECT
-      (SELECT group_concat(${noteJsonText}, ',' ORDER BY ${notes.id}) FROM ${notes} WHERE ${within(range.after, sql`bound.last`)}) AS items,
+      (SELECT group_concat(${noteJsonText}, ',' ORDER BY ${notes.id}) FROM ${notes} WHERE ${within(after, sql`bound.last`)}) AS items,
       last, count, page_last,
-      EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`bound.page_last`, range.upTo)}) AS beyond_page
+      EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`bound.page_last`, upTo)}) AS beyond_page
     FROM bound`;
   return db
     .select({
@@ -94,6 +95,23 @@ export function chunkQuery(db: Database, owner: number | undefined, range: ListR
       beyondPage: sql<number>`beyond_page`,
     })
     .from(sql`(${chunk})`);
+}
+
+function prepareChunk(db: Database, owner: Placeholder | undefined) {
+  const p = (name: string) => sql.placeholder(name);
+  return chunkQuery(db, owner, p("after"), p("upTo"), p("rows"), p("budget")).prepare();
+}
+
+const preparedChunks = new WeakMap<Database, { public: ReturnType<typeof prepareChunk>; owned: ReturnType<typeof prepareChunk> }>();
+
+/**
+ * `chunkQuery` prepared once per database (that is, per isolate): building Drizzle's SQL costs more than
+ * the rest of a short list's JavaScript.
+ */
+function preparedChunk(db: Database, isOwned: boolean) {
+  let both = preparedChunks.get(db);
+  if (!both) preparedChunks.set(db, (both = { public: prepareChunk(db, undefined), owned: prepareChunk(db, sql.placeholder("owner")) }));
+  return isOwned ? both.owned : both.public;
 }
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
@@ -124,32 +142,30 @@ export interface NotesList {
  * ordinary 500. A later failure can no longer change the status (200 is sent), so it is logged and the
  * stream is aborted: the client sees a broken response, never a truncated array that parses.
  * A list that fits in one chunk costs exactly one query and is answered as one string.
- *
- * `chunkBytes` is LIST_CHUNK_BYTES but in tests.
  */
 export async function listNotes(
   db: Database,
   log: Logger,
   owner: number | undefined,
   page: { limit: number; after: number | undefined } | undefined,
-  chunkBytes = LIST_CHUNK_BYTES,
 ): Promise<NotesList> {
+  const query = preparedChunk(db, owner !== undefined);
   const fetchChunk = async (range: ListRange, rows: number): Promise<Chunk> => {
     try {
-      const [chunk] = await chunkQuery(db, owner, range, rows, chunkBytes);
+      const [chunk] = await query.all({ ...range, rows, budget: LIST_CHUNK_BYTES, owner });
       return chunk!;
     } catch (err) {
       // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
       if (!isTooBig(err)) throw err;
-      const [chunk] = await chunkQuery(db, owner, range, rows, SAFE_CHUNK_BYTES);
+      const [chunk] = await query.all({ ...range, rows, budget: SAFE_CHUNK_BYTES, owner });
       return chunk!;
     }
   };
 
   // A page reads its `limit` notes and no further: later chunks stop at the page's last note.
   let rows = page?.limit ?? MAX_CHUNK_ROWS;
-  const first = await fetchChunk({ after: page?.after, upTo: undefined }, rows);
-  const upTo = page ? (first.pageLast ?? undefined) : undefined;
+  const first = await fetchChunk({ after: page?.after ?? EVERY_ID.after, upTo: EVERY_ID.upTo }, rows);
+  const upTo = page ? (first.pageLast ?? EVERY_ID.upTo) : EVERY_ID.upTo;
   const nextAfter = page && first.beyondPage ? (first.pageLast ?? undefined) : undefined;
   const more = (chunk: Chunk) => chunk.last !== null && (chunk.last !== chunk.pageLast || (!page && chunk.beyondPage === 1));
   const grow = (chunk: Chunk) => (page ? rows : Math.min(MAX_CHUNK_ROWS, Math.max(MIN_CHUNK_ROWS, 2 * chunk.count)));

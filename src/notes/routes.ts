@@ -1,18 +1,20 @@
-import { and, eq } from "drizzle-orm";
-import { Hono, type Context } from "hono";
-import { notes } from "../db/schema";
+import { Hono, type Context, type TypedResponse } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { listNotes, ownedBy } from "./list";
+import { listNotes } from "./list";
 import { requireNotesAuth } from "./owner";
-import { CreateNoteBody, ListQuery, NoteMessage, noteJson, parseNoteId, UpdateNoteBody } from "./schemas";
+import { noteQueries } from "./queries";
+import { CreateNoteBody, ListQuery, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
 
 /** The spec's 404 for a note that does not exist. */
 const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 
-/** The note with this id, of the caller when notes are private: someone else's note is not found. */
-const thisNote = (id: number, owner: number | undefined) => and(eq(notes.id, id), ownedBy(owner));
+/** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
+function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
+  return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
+}
 
 export const notesApp = new Hono<AppEnv>()
   .use(requireNotesAuth)
@@ -22,38 +24,38 @@ export const notesApp = new Hono<AppEnv>()
     // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
     const list = await listNotes(db, log, owner, limit === undefined ? undefined : { limit, after });
     if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
-    return c.body(list.body, 200, { "Content-Type": "application/json" });
+    return jsonText<NoteJson[], 200>(c, list.body, 200);
   })
   .post("/", jsonBody(CreateNoteBody), async (c) => {
     const { title, content } = c.req.valid("json");
-    const [note] = await c.var.db
-      .insert(notes)
-      .values({ title, content, createdAt: new Date(), userId: c.var.owner ?? null })
-      .returning();
-    return c.json(noteJson(note!), 201);
+    const { db, owner } = c.var;
+    const [note] = await noteQueries(db, owner !== undefined).insert.all({ title, content, createdAt: new Date(), userId: owner ?? null });
+    return jsonText<NoteJson, 201>(c, note!.json, 201);
   })
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
   .get("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const note = await c.var.db.select().from(notes).where(thisNote(id, c.var.owner)).get();
-    return note ? c.json(noteJson(note), 200) : noteNotFound(c);
+    const { db, owner } = c.var;
+    const note = await noteQueries(db, owner !== undefined).read.get({ id, owner });
+    return note ? jsonText<NoteJson, 200>(c, note.json, 200) : noteNotFound(c);
   })
   .patch("/:id", jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { title, content } = c.req.valid("json");
-    const changes = { ...(title !== undefined && { title }), ...(content !== undefined && { content }) };
     const { db, owner } = c.var;
-    // Drizzle refuses an UPDATE with nothing to set; an empty change is a read.
+    const queries = noteQueries(db, owner !== undefined);
+    // An empty change is a read, not a write of the same values.
     const [note] =
-      Object.keys(changes).length === 0
-        ? await db.select().from(notes).where(thisNote(id, owner))
-        : await db.update(notes).set(changes).where(thisNote(id, owner)).returning();
-    return note ? c.json(noteJson(note), 200) : noteNotFound(c);
+      title === undefined && content === undefined
+        ? await queries.read.all({ id, owner })
+        : await queries.update.all({ id, owner, title: title ?? null, content: content ?? null });
+    return note ? jsonText<NoteJson, 200>(c, note.json, 200) : noteNotFound(c);
   })
   .delete("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const [deleted] = await c.var.db.delete(notes).where(thisNote(id, c.var.owner)).returning({ id: notes.id });
+    const { db, owner } = c.var;
+    const [deleted] = await noteQueries(db, owner !== undefined).delete.all({ id, owner });
     return deleted ? c.body(null, 204) : noteNotFound(c);
   });
 

@@ -1,6 +1,6 @@
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import * as v from "valibot";
-import { notes, type Note } from "../db/schema";
+import { notes } from "../db/schema";
 import { badRequest } from "../lib/http";
 import { body } from "../lib/validation";
 
@@ -90,9 +90,13 @@ export const ListQuery = v.pipe(
   v.check((query) => query.after === undefined || query.limit !== undefined, "after is only allowed together with limit"),
 );
 
-/** The JSON shape of a note, as the spec names its fields (the owner is never shown). */
-export function noteJson(note: Note) {
-  return { id: note.id, title: note.title, content: note.content, created_at: note.createdAt.toISOString() };
+/** A note as the API shows it, with the spec's field names (the owner is never shown). */
+export interface NoteJson {
+  id: number;
+  title: string;
+  content: string;
+  /** `Date.prototype.toISOString()` of the creation time. */
+  created_at: string;
 }
 
 /**
@@ -107,8 +111,8 @@ function isoTimestamp(ms: SQLWrapper): SQL {
 }
 
 /**
- * A note's JSON text built by SQLite, byte for byte `JSON.stringify(noteJson(note))`: same keys in the
- * same order, the same escapes (`\"`, `\\`, `\n`-style short forms and `\u001f` for other control
- * characters, everything else as UTF-8). Tests hold the two to each other.
+ * A note's JSON text (`NoteJson`) built by SQLite, byte for byte what `JSON.stringify` writes: the same keys
+ * in the same order, the same escapes (`\"`, `\\`, the short forms `\n`, `\t`, ... and `\u001f` for the other
+ * control characters, everything else as UTF-8). Tests hold the two to each other.
  */
 export const noteJsonText = sql<string>`json_object('id', ${notes.id}, 'title', ${notes.title}, 'content', ${notes.content}, 'created_at', ${isoTimestamp(notes.createdAt)})`;
