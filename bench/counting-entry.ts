@@ -11,7 +11,8 @@
  * - `GET /__bench/d1-stats` returns the running totals `{ requests, queries, late }`; `late` counts
  *   round trips made after the response was returned (a streamed body, `waitUntil`), which the header
  *   cannot show; they are attributed to the last request, which is right when requests come one by one. The runner takes the difference of the totals around its requests. `last` lists the
- *   round trips of the most recent request (method and SQL), the evidence behind a count.
+ *   round trips of the most recent request (method and SQL), the evidence behind a count, and
+ *   `slowestMs` the longest of them (from the call to its answer, as the Worker waits for it).
  * - `POST /__bench/bcrypt` `{ op: "hash" | "compare", n, cost?, password, hash? }` runs bcryptjs `n`
  *   times in a row (the runner times it from Node: inside workerd the clock stands still while
  *   JavaScript runs).
@@ -34,8 +35,21 @@ interface Counter {
 const totals = { requests: 0, queries: 0, late: 0 };
 /** The round trips of the most recent request (later ones are appended as they happen). */
 let lastStatements: string[] = [];
+/** The longest round trip of the most recent request, in milliseconds. */
+let lastSlowestMs = 0;
 const current = new AsyncLocalStorage<Counter>();
 const SQL = Symbol("sql");
+
+/** Counts one round trip and times it: the clock moves while the Worker waits for D1. */
+function roundTrip(what: string, run: () => unknown): unknown {
+  countRoundTrip(what);
+  const started = Date.now();
+  const result = run();
+  if (!(result instanceof Promise)) return result;
+  return result.finally(() => {
+    lastSlowestMs = Math.max(lastSlowestMs, Date.now() - started);
+  });
+}
 
 function countRoundTrip(what: string): void {
   totals.queries++;
@@ -84,10 +98,7 @@ function wrapStatement(statement: object, sql: string): object {
     (name, method) => {
       if (name === "bind") return (...args: unknown[]) => wrapStatement(method(...args) as object, sql);
       if (STATEMENT_ROUND_TRIPS.has(name)) {
-        return (...args: unknown[]) => {
-          countRoundTrip(`${name}: ${sql.replace(/\s+/g, " ").slice(0, 300)}`);
-          return method(...args);
-        };
+        return (...args: unknown[]) => roundTrip(`${name}: ${sql.replace(/\s+/g, " ").slice(0, 300)}`, () => method(...args));
       }
       return method;
     },
@@ -103,12 +114,12 @@ function wrapDatabase<T extends object>(db: T): T {
     if (DATABASE_ROUND_TRIPS.has(name)) {
       return (...args: unknown[]) => {
         const [first, ...rest] = args;
-        countRoundTrip(
+        return roundTrip(
           Array.isArray(first)
             ? `batch: ${first.length} statements: ${first.map(sqlOf).join(" ; ")}`
             : `${name}: ${String(first).replace(/\s+/g, " ").slice(0, 300)}`,
+          () => method(Array.isArray(first) ? first.map(unwrap) : first, ...rest),
         );
-        return method(Array.isArray(first) ? first.map(unwrap) : first, ...rest);
       };
     }
     return method;
@@ -156,11 +167,12 @@ async function bcryptProbe(request: Request): Promise<Response> {
 export default {
   async fetch(request: Request, env: Record<string, unknown>, ctx: ExecutionContext): Promise<Response> {
     const { pathname } = new URL(request.url);
-    if (pathname === "/__bench/d1-stats") return Response.json({ ...totals, last: lastStatements });
+    if (pathname === "/__bench/d1-stats") return Response.json({ ...totals, last: lastStatements, slowestMs: lastSlowestMs });
     if (pathname === "/__bench/bcrypt" && request.method === "POST") return bcryptProbe(request);
 
     const counter: Counter = { queries: 0, done: false, statements: [] };
     totals.requests++;
+    lastSlowestMs = 0;
     const response = await current.run(counter, () => appFetch(request, countingEnv(env), ctx));
     counter.done = true;
     lastStatements = counter.statements;

@@ -152,6 +152,40 @@ export function send(baseUrl: string, spec: RequestSpec, timeoutMs = 120_000): P
   });
 }
 
+export interface DownloadResult {
+  status: number;
+  ms: number;
+  bytes: number;
+  /** The first and last few bytes of the body, for a plausibility check. */
+  head: string;
+  tail: string;
+}
+
+/**
+ * One GET whose body is counted and dropped as it arrives (a list of hundreds of MiB need not be held).
+ * `signal` aborts it (the result then has status 0).
+ */
+export function download(baseUrl: string, path: string, timeoutMs = 300_000, signal?: AbortSignal): Promise<DownloadResult> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    let bytes = 0;
+    let head = "";
+    let tail = "";
+    const req = httpRequest(new URL(path, baseUrl), { method: "GET", agent, timeout: timeoutMs, signal }, (res) => {
+      res.on("data", (chunk: Buffer) => {
+        if (head.length < 64) head += chunk.subarray(0, 64 - head.length).toString("latin1");
+        tail = (tail + chunk.subarray(-64).toString("latin1")).slice(-64);
+        bytes += chunk.length;
+      });
+      res.on("error", (err) => (signal?.aborted ? resolve({ status: 0, ms: performance.now() - started, bytes, head, tail }) : reject(err)));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started, bytes, head, tail }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)));
+    req.on("error", (err) => (signal?.aborted ? resolve({ status: 0, ms: performance.now() - started, bytes, head, tail }) : reject(err)));
+    req.end();
+  });
+}
+
 export function closeConnections(): void {
   agent.destroy();
 }

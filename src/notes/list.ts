@@ -1,72 +1,105 @@
-import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
-import { batchable } from "../db/raw";
-import { notes, type Note } from "../db/schema";
+import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
 import { asCaller } from "../auth/session-store";
+import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
-import { noteJson } from "./schemas";
+import { noteJsonText } from "./schemas";
 
 /**
- * Notes per D1 query when listing. At about 1 KiB a note, a chunk is about 0.5 MB of JSON: 100,000 notes
- * take 200 round trips, so D1 latency rather than memory sets the time of a long list.
+ * Bytes of JSON per D1 query when listing, estimated before any content is read (see `chunkQuery`). D1
+ * refuses any string over 2,000,000 bytes, the chunk's JSON included, and a chunk reads about this much
+ * content, so one query never holds the database for long whatever the size of the notes.
  */
-export const LIST_CHUNK_SIZE = 1000;
+export const LIST_CHUNK_BYTES = 1_500_000;
 /**
- * ...and at most about this many characters of title and content per chunk (one note more at most), so
- * large notes (up to the 1 MiB body limit each) cannot make a chunk of hundreds of MB. The Worker holds
- * one chunk's rows, JSON and bytes at a time: a few tens of MB at worst, well under its 128 MB.
+ * The estimate is exact for text without escapes; JSON escaping makes a character at most 6 bytes
+ * (`\u0001`), so a chunk estimated at a sixth of the budget always fits. Used again for a chunk whose JSON
+ * came out too long.
  */
-export const LIST_CHUNK_CHARS = 4_000_000;
+const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
+/**
+ * JSON bytes of a note besides its title and content: `{"id":…,"title":"","content":"","created_at":"…"}`
+ * with a 16-digit id, and the comma before it.
+ */
+const NOTE_JSON_OVERHEAD = 88;
+/**
+ * The most notes a chunk can hold. Only the sizes of these rows are read to find where a chunk ends, so
+ * after the first chunk the count follows the last one's (twice it): no scanning 17,000 sizes for a chunk
+ * of 1,000 notes of 1 KiB.
+ */
+const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
+const MIN_CHUNK_ROWS = 100;
 
-interface ChunkRow {
-  id: number;
-  title: string;
-  content: string;
-  created_at: number;
-  user_id: number | null;
-  /** Characters of title and content up to and including this row, within the chunk. */
-  running: number;
+/** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
+export function ownedBy(owner: number | undefined): SQL | undefined {
+  return owner === undefined ? undefined : eq(notes.userId, owner);
+}
+
+/** Which notes a chunk query looks at: ids above `after` and up to `upTo`. */
+export interface ListRange {
+  after: number;
+  upTo: number;
+}
+
+/** The whole list's range. */
+const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER };
+
+/** One chunk as SQLite returns it. */
+export interface Chunk {
+  /** The notes' JSON objects joined by commas, by id; null when the range holds no note. */
+  items: string | null;
+  /** The id of the chunk's last note. */
+  last: number | null;
+  /** How many notes the chunk holds. */
+  count: number;
+  /** The id of the last of the first `rows` notes of the range (all of them fit or not). */
+  pageLast: number | null;
+  /** 1 when the range holds notes after `pageLast`. */
+  beyondPage: number;
 }
 
 /**
- * The notes after `after` by id ascending, at most LIST_CHUNK_SIZE of them and no more than start within
- * LIST_CHUNK_CHARS: one D1 round trip.
+ * The next chunk of the list in one statement: the first `rows` notes of the range are sized from their
+ * stored lengths alone (SQLite reads a value's length from the row header, without its content), the
+ * longest prefix within `budget` bytes (at least one note) is the chunk, and SQLite writes its JSON.
+ * So no query reads more content than one chunk's, and the Worker only passes the text on. An ordinary
+ * Drizzle query: the first chunk goes into a `db.batch()` with the check of the caller's session.
  */
-function chunkQuery(db: Database, owner: number | undefined, after: number) {
-  const ofOwner = owner === undefined ? sql`` : sql`AND user_id = ${owner}`;
-  return batchable(db, db.all<ChunkRow>(sql`
-    SELECT id, title, content, created_at, user_id, running FROM (
-      SELECT *, SUM(length(title) + length(content)) OVER (ORDER BY id) AS running
-      FROM (SELECT * FROM ${notes} WHERE id > ${after} ${ofOwner} ORDER BY id LIMIT ${LIST_CHUNK_SIZE + 1})
+export function chunkQuery(db: Database, owner: number | undefined, range: ListRange, rows: number, budget: number) {
+  const within = (lo: number | SQL, hi: number | SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
+  const { after, upTo } = range;
+  const chunk = sql`
+    WITH page AS (
+      SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
+      FROM ${notes} WHERE ${within(after, upTo)} ORDER BY ${notes.id} LIMIT ${rows}
+    ),
+    reach AS (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM page),
+    bound AS (
+      SELECT coalesce(max(id) FILTER (WHERE reach <= ${budget}), min(id)) AS last,
+        max(1, count(*) FILTER (WHERE reach <= ${budget})) AS count, max(id) AS page_last
+      FROM reach
     )
-    WHERE running - (length(title) + length(content)) < ${LIST_CHUNK_CHARS}
-    ORDER BY id`));
+    SELECT
+      (SELECT group_concat(${noteJsonText}, ',' ORDER BY ${notes.id}) FROM ${notes} WHERE ${within(after, sql`bound.last`)}) AS items,
+      last, count, page_last,
+      EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`bound.page_last`, upTo)}) AS beyond_page
+    FROM bound`;
+  return db
+    .select({
+      items: sql<string | null>`items`,
+      last: sql<number | null>`last`,
+      count: sql<number>`count`,
+      pageLast: sql<number | null>`page_last`,
+      beyondPage: sql<number>`beyond_page`,
+    })
+    .from(sql`(${chunk})`);
 }
 
-/** A chunk's rows as notes; `more` is false once the table has nothing after the last row. */
-function toChunk(rows: ChunkRow[]): { rows: Note[]; more: boolean } {
-  // One row past a full chunk only tells that there is more: it is sent with the next chunk, so a list
-  // of exactly LIST_CHUNK_SIZE notes costs one query, not a second, empty one.
-  const fullChunk = rows.length > LIST_CHUNK_SIZE;
-  if (fullChunk) rows.pop();
-  const last = rows.at(-1);
-  return {
-    rows: rows.map((row) => ({
-      id: row.id,
-      title: row.title,
-      content: row.content,
-      createdAt: new Date(row.created_at),
-      userId: row.user_id,
-    })),
-    // Otherwise only a chunk cut by the size budget may have more after it.
-    more: fullChunk || (last !== undefined && last.running >= LIST_CHUNK_CHARS),
-  };
-}
-
-/** The condition that limits a query to the caller's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(caller: AccessClaims | undefined): SQL | undefined {
-  return caller === undefined ? undefined : eq(notes.userId, caller.userId);
+/** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
+function isTooBig(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) if (e.message.includes("SQLITE_TOOBIG")) return true;
+  return false;
 }
 
 /** The reason the body stream fails with when a later chunk fails. */
@@ -74,56 +107,80 @@ export const LIST_ABORTED = "Listing notes failed after the response had started
 
 const encoder = new TextEncoder();
 
-/** One piece of the JSON array: `[` before the first page, `,` between notes and pages, `]` after the last. */
-function encodeChunk(rows: Note[], isFirst: boolean, isLast: boolean): string {
-  const items = rows.map((note) => JSON.stringify(noteJson(note))).join(",");
-  const separator = isFirst ? "[" : items === "" ? "" : ",";
-  return separator + items + (isLast ? "]" : "");
+/** What GET /notes answers: the JSON array, and for a page with more notes after it, its last id. */
+export interface NotesList {
+  body: string | ReadableStream<Uint8Array>;
+  /** The `after` of the next page; set only for a page (`limit`) with more notes after it. */
+  nextAfter: number | undefined;
 }
 
 /**
- * Every note as one JSON array, by id ascending, read from D1 in keyset-paged chunks
- * (`WHERE id > <last id sent> ORDER BY id LIMIT <chunk>`) as the client reads, so memory stays bounded
- * whatever the number of notes.
+ * The notes as one JSON array by id ascending: all of them, or with `limit` one page of at most `limit`
+ * notes after `after`. Read from D1 in chunks of about LIST_CHUNK_BYTES of JSON (`chunkQuery`), each query
+ * made only once the client has taken the previous chunk, so memory and the time any one query holds the
+ * database stay bounded whatever the number and size of the notes.
  *
  * The first chunk is read before the stream exists: if it fails, this throws and the request gets the
  * ordinary 500. A later failure can no longer change the status (200 is sent), so it is logged and the
  * stream is aborted: the client sees a broken response, never a truncated array that parses.
- * A list that fits in one chunk costs exactly one query and is answered as one string.
+ * A list that fits in one chunk costs exactly one query and is answered as one string. With NOTES_AUTH
+ * required, the first chunk is read in one round trip with the check of the caller's session, and the
+ * answer is undefined when that session is not live.
  */
-export async function streamNotes(
+export async function listNotes(
   db: Database,
   log: Logger,
   caller: AccessClaims | undefined,
   now: number,
-): Promise<string | ReadableStream<Uint8Array> | undefined> {
+  page: { limit: number; after: number | undefined } | undefined,
+): Promise<NotesList | undefined> {
   const owner = caller?.userId;
-  // The first chunk is read in one round trip with the check of the caller's session.
-  const firstRows = await asCaller(db, caller, now, chunkQuery(db, owner, Number.MIN_SAFE_INTEGER));
-  if (!firstRows) return undefined;
-  const first = toChunk(firstRows);
-  // A list that fits one chunk is the whole answer already: no stream needed.
-  if (!first.more) return encodeChunk(first.rows, true, true);
+  /** One chunk; `check` puts the caller's session check in the same round trip (the first chunk). */
+  const fetchChunk = async (range: ListRange, rows: number, check = false): Promise<Chunk | undefined> => {
+    const read = (budget: number) =>
+      check ? asCaller(db, caller, now, chunkQuery(db, owner, range, rows, budget)) : chunkQuery(db, owner, range, rows, budget);
+    try {
+      return (await read(LIST_CHUNK_BYTES))?.[0];
+    } catch (err) {
+      // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
+      if (!isTooBig(err)) throw err;
+      return (await read(SAFE_CHUNK_BYTES))?.[0];
+    }
+  };
 
-  // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its rows.
-  let lastId = first.rows.at(-1)?.id ?? Number.MIN_SAFE_INTEGER;
-  let head: Uint8Array | null = encoder.encode(encodeChunk(first.rows, true, false));
+  // A page reads its `limit` notes and no further: later chunks stop at the page's last note.
+  let rows = page?.limit ?? MAX_CHUNK_ROWS;
+  const first = await fetchChunk({ after: page?.after ?? EVERY_ID.after, upTo: EVERY_ID.upTo }, rows, true);
+  if (!first) return undefined;
+  const upTo = page ? (first.pageLast ?? EVERY_ID.upTo) : EVERY_ID.upTo;
+  const nextAfter = page && first.beyondPage ? (first.pageLast ?? undefined) : undefined;
+  const more = (chunk: Chunk) => chunk.last !== null && (chunk.last !== chunk.pageLast || (!page && chunk.beyondPage === 1));
+  const grow = (chunk: Chunk) => (page ? rows : Math.min(MAX_CHUNK_ROWS, Math.max(MIN_CHUNK_ROWS, 2 * chunk.count)));
+
+  // A list that fits one chunk is the whole answer already: no stream needed.
+  if (!more(first)) return { body: `[${first.items ?? ""}]`, nextAfter };
+
+  // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its text.
+  let after = first.last!;
+  rows = grow(first);
+  let head: Uint8Array | null = encoder.encode(`[${first.items}`);
   let cancelled = false;
 
   // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
   // (or the runtime sending the body) has taken the previous chunk, so at most one chunk waits in memory.
-  return new ReadableStream<Uint8Array>({
+  const body = new ReadableStream<Uint8Array>({
     start(controller) {
       if (head) controller.enqueue(head);
       head = null;
     },
     async pull(controller) {
       try {
-        const { rows, more } = toChunk(await chunkQuery(db, owner, lastId));
+        const chunk = (await fetchChunk({ after, upTo }, rows))!;
         if (cancelled) return;
-        lastId = rows.at(-1)?.id ?? lastId;
-        const isLast = !more;
-        controller.enqueue(encoder.encode(encodeChunk(rows, false, isLast)));
+        const isLast = !more(chunk);
+        after = chunk.last ?? after;
+        rows = grow(chunk);
+        controller.enqueue(encoder.encode(`${chunk.items === null ? "" : `,${chunk.items}`}${isLast ? "]" : ""}`));
         if (isLast) controller.close();
       } catch (err) {
         if (cancelled) return;
@@ -137,29 +194,5 @@ export async function streamNotes(
       cancelled = true;
     },
   });
-}
-
-/**
- * One page of `limit` notes after `after` (a whole-list answer when `after` is undefined), by id: one
- * query for `limit + 1` rows, the extra one only telling whether a next page exists.
- */
-export async function listPage(
-  db: Database,
-  caller: AccessClaims | undefined,
-  now: number,
-  limit: number,
-  after: number | undefined,
-): Promise<{ notes: Note[]; hasMore: boolean } | undefined> {
-  const rows = await asCaller(
-    db,
-    caller,
-    now,
-    db
-      .select()
-      .from(notes)
-      .where(and(ownedBy(caller), after === undefined ? undefined : gt(notes.id, after)))
-      .orderBy(asc(notes.id))
-      .limit(limit + 1),
-  );
-  return rows && { notes: rows.slice(0, limit), hasMore: rows.length > limit };
+  return { body, nextAfter };
 }

@@ -1,69 +1,42 @@
-import { and, eq, sql } from "drizzle-orm";
-import { Hono, type Context } from "hono";
-import { asCaller, callerSession, liveSession } from "../auth/session-store";
-import { notes, sessions } from "../db/schema";
+import { Hono, type Context, type TypedResponse } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { asCaller } from "../auth/session-store";
 import { methodNotAllowed } from "../lib/http";
-import type { AccessClaims } from "../lib/tokens";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { listPage, ownedBy, streamNotes } from "./list";
+import { listNotes } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
-import { CreateNoteBody, ListQuery, NoteMessage, noteJson, parseNoteId, UpdateNoteBody } from "./schemas";
+import { deleteNote, insertNote, readNote, updateNote } from "./queries";
+import { CreateNoteBody, ListQuery, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
 
 /** The spec's 404 for a note that does not exist. */
 const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 
-/**
- * The note with this id, of the caller when notes are private: someone else's note is not found, and
- * nothing is found or changed once the caller's session has ended.
- */
-const thisNote = (id: number, caller: AccessClaims | undefined, now: number) =>
-  and(eq(notes.id, id), ownedBy(caller), caller && liveSession(caller, now));
+/** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
+function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
+  return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
+}
 
+// Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
+// when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
   .use(requireNotesAuth)
   .get("/", queryParams(ListQuery), async (c) => {
     const { limit, after } = c.req.valid("query");
     const { db, log, caller } = c.var;
-    const now = Date.now();
-    if (limit === undefined) {
-      // The whole list, streamed in keyset-paged chunks (see list.ts); a failure of the first chunk
-      // still reaches onError.
-      const body = await streamNotes(db, log, caller, now);
-      return body === undefined ? notesUnauthorized(c) : c.body(body, 200, { "Content-Type": "application/json" });
-    }
-    const page = await listPage(db, caller, now, limit, after);
-    if (!page) return notesUnauthorized(c);
-    const last = page.notes.at(-1);
-    if (page.hasMore && last) c.header("Link", `</notes?limit=${limit}&after=${last.id}>; rel="next"`);
-    return c.json(page.notes.map(noteJson), 200);
+    // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
+    const list = await listNotes(db, log, caller, Date.now(), limit === undefined ? undefined : { limit, after });
+    if (!list) return notesUnauthorized(c);
+    if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
+    return jsonText<NoteJson[], 200>(c, list.body, 200);
   })
   .post("/", jsonBody(CreateNoteBody), async (c) => {
     const { title, content } = c.req.valid("json");
     const { db, caller } = c.var;
     const now = Date.now();
-    // A private note is written only while its author's session is live, in the same statement.
-    const insert = caller
-      ? db
-          .insert(notes)
-          .select(
-            db
-              // Every column, in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
-              .select({
-                id: sql<number>`NULL`.as("id"),
-                title: sql<string>`${title}`.as("title"),
-                content: sql<string>`${content}`.as("content"),
-                createdAt: sql<number>`${now}`.as("created_at"),
-                userId: sessions.userId,
-              })
-              .from(sessions)
-              .where(callerSession(caller, now)),
-          )
-          .returning()
-      : db.insert(notes).values({ title, content, createdAt: new Date(now), userId: null }).returning();
-    const created = await asCaller(db, caller, now, insert);
+    const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
-    return c.json(noteJson(created[0]!), 201);
+    return jsonText<NoteJson, 201>(c, created[0]!.json, 201);
   })
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
@@ -71,30 +44,29 @@ export const notesApp = new Hono<AppEnv>()
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
-    const found = await asCaller(db, caller, now, db.select().from(notes).where(thisNote(id, caller, now)));
+    const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
     if (!found) return notesUnauthorized(c);
-    return found[0] ? c.json(noteJson(found[0]), 200) : noteNotFound(c);
+    return found[0] ? jsonText<NoteJson, 200>(c, found[0].json, 200) : noteNotFound(c);
   })
   .patch("/:id", jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { title, content } = c.req.valid("json");
-    const changes = { ...(title !== undefined && { title }), ...(content !== undefined && { content }) };
     const { db, caller } = c.var;
     const now = Date.now();
-    // Drizzle refuses an UPDATE with nothing to set; an empty change is a read.
+    // An empty change is a read, not a write of the same values.
     const query =
-      Object.keys(changes).length === 0
-        ? db.select().from(notes).where(thisNote(id, caller, now))
-        : db.update(notes).set(changes).where(thisNote(id, caller, now)).returning();
+      title === undefined && content === undefined
+        ? readNote(db, id, caller, now)
+        : updateNote(db, id, caller, now, title ?? null, content ?? null);
     const updated = await asCaller(db, caller, now, query);
     if (!updated) return notesUnauthorized(c);
-    return updated[0] ? c.json(noteJson(updated[0]), 200) : noteNotFound(c);
+    return updated[0] ? jsonText<NoteJson, 200>(c, updated[0].json, 200) : noteNotFound(c);
   })
   .delete("/:id", async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
-    const deleted = await asCaller(db, caller, now, db.delete(notes).where(thisNote(id, caller, now)).returning({ id: notes.id }));
+    const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now));
     if (!deleted) return notesUnauthorized(c);
     return deleted[0] ? c.body(null, 204) : noteNotFound(c);
   });
