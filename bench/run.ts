@@ -74,7 +74,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 // Bounded in time: a hard limit well above what the settings need, whatever hangs.
-const scenarioCount = 10;
+const scenarioCount = 11;
 const largeSeconds = opts.largeCounts.reduce((sum, n) => sum + n, 0) * (opts.largeReps + 1) * 0.05;
 const expectedSeconds = 120 + scenarioCount * (2 * opts.warmup + 2 * opts.pairs * opts.duration + 30) + largeSeconds + 300;
 const watchdog = setTimeout(() => {
@@ -135,6 +135,24 @@ async function seedLoginAccount(rt: Runtime): Promise<string> {
   return String(row!.password);
 }
 
+let accessToken: string | undefined;
+
+/**
+ * For the NOTES_AUTH=required scenario: the base notes become the bench account's, and that account
+ * logs in (a real login, so a real session): its access token.
+ */
+async function ownBaseNotes(rt: Runtime): Promise<string> {
+  await seedLoginAccount(rt);
+  await rt.sql("UPDATE notes SET user_id = (SELECT id FROM users WHERE email = ?1)", LOGIN_EMAIL);
+  const answer = await send(rt.urls.appPrivate, {
+    method: "POST",
+    path: "/auth/login",
+    body: JSON.stringify({ email: LOGIN_EMAIL, password: LOGIN_PASSWORD }),
+  });
+  if (answer.status !== 200) throw new Error(`bench login answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  return (JSON.parse(answer.body) as { token: string }).token;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Scenarios
 
@@ -154,7 +172,13 @@ interface Scenario {
   compareJson?: "equal" | "shape";
   /** Latency chart point (list scenarios): the list size. */
   chartSize?: number;
+  /** Run against our worker with NOTES_AUTH=required (requests carry an access token). */
+  private?: boolean;
 }
+
+/** Our worker (or its counting build) as the scenario needs it: public notes, or NOTES_AUTH=required. */
+const ourUrl = (rt: Runtime, s: Scenario, counting = false) =>
+  rt.urls[s.private ? (counting ? "countingPrivate" : "appPrivate") : counting ? "counting" : "app"];
 
 let idRange: { lo: number; hi: number } | undefined;
 /** The single-note scenarios share one seed of opts.baseNotes notes (made by whichever runs first). */
@@ -227,6 +251,22 @@ function scenarios(): Scenario[] {
       compareJson: "shape",
     },
     {
+      key: "get-note-private",
+      title: "GET /notes/{id}",
+      detail: `NOTES_AUTH=required, random among ${base}`,
+      expectStatus: 200,
+      withFloor: true,
+      d1Target: 1,
+      private: true,
+      setup: async (rt) => {
+        await ensureBaseNotes(rt);
+        accessToken ??= await ownBaseNotes(rt);
+      },
+      // The floor reads the same note with no check at all: the ratio is what the token and session cost.
+      request: () => ({ method: "GET", path: `/notes/${randomId()}`, headers: { Authorization: `Bearer ${accessToken}` } }),
+      compareJson: "equal",
+    },
+    {
       key: "not-found",
       title: "GET /no-such-path",
       detail: "404",
@@ -275,8 +315,9 @@ interface D1Stats {
   slowestMs: number;
 }
 
-async function d1Stats(rt: Runtime): Promise<D1Stats> {
-  return JSON.parse((await send(rt.urls.counting, { method: "GET", path: "/__bench/d1-stats" })).body) as D1Stats;
+/** The running D1 totals of one counting build (each worker counts its own). */
+async function d1Stats(countingUrl: string): Promise<D1Stats> {
+  return JSON.parse((await send(countingUrl, { method: "GET", path: "/__bench/d1-stats" })).body) as D1Stats;
 }
 
 function shapeOf(body: string): string {
@@ -295,7 +336,7 @@ function shapeOf(body: string): string {
 /** One request to ours and to the floor: statuses, and the JSON compared where it can be. */
 async function checkAnswers(rt: Runtime, s: Scenario, problems: string[]): Promise<{ sameJson: boolean | undefined; oursMs: number }> {
   const spec = s.request();
-  const ours = await send(rt.urls.app, spec);
+  const ours = await send(ourUrl(rt, s), spec);
   if (ours.status !== s.expectStatus) problems.push(`ours answered ${ours.status} (expected ${s.expectStatus}): ${ours.body.slice(0, 200)}`);
   if (!s.withFloor) return { sameJson: undefined, oursMs: ours.ms };
   // The same request again for the floor (a fresh one where the request writes).
@@ -321,14 +362,14 @@ function collapse(statements: string[]): string[] {
 }
 
 async function countQueries(rt: Runtime, s: Scenario, problems: string[], requests: number): Promise<D1Count> {
-  const before = await d1Stats(rt);
+  const before = await d1Stats(ourUrl(rt, s, true));
   const header: number[] = [];
   for (let i = 0; i < requests; i++) {
-    const answer = await send(rt.urls.counting, s.request());
+    const answer = await send(ourUrl(rt, s, true), s.request());
     if (answer.status !== s.expectStatus) problems.push(`counting build answered ${answer.status}: ${answer.body.slice(0, 200)}`);
     header.push(Number(answer.headers["x-bench-d1-queries"] ?? Number.NaN));
   }
-  const after = await d1Stats(rt);
+  const after = await d1Stats(ourUrl(rt, s, true));
   const perRequest = (after.queries - before.queries) / requests;
   // The list streams its later chunks after the answer has started; the issue sets those aside.
   const targetBasis = s.chartSize !== undefined ? "before the response" : "all round trips";
@@ -398,12 +439,12 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   log(`  D1 round trips per request: ${fmt(d1.perRequest, 2)} (before the answer: ${[...new Set(d1.header)].join("/")}${d1.late ? `, while streaming: ${fmt(d1.late / d1.requests, 2)}` : ""}); one request: ${shown.join(" | ") || "none"}`);
 
   // The single check request was cold; time a warm one to plan the load.
-  const warm = await send(rt.urls.app, s.request());
+  const warm = await send(ourUrl(rt, s), s.request());
   const plan = planLoad(Math.min(oursMs, warm.ms));
   if (plan.mode !== "duration") log(`  one request takes ${fmt(warm.ms, 0)} ms: loading with ${plan.mode}`);
 
-  const targets = s.withFloor ? (["app", "floor"] as const) : (["app"] as const);
-  if (plan.warmup) for (const t of targets) await load(rt.urls[t], s, plan, opts.warmup);
+  const targets = s.withFloor ? [ourUrl(rt, s), rt.urls.floor] : [ourUrl(rt, s)];
+  if (plan.warmup) for (const url of targets) await load(url, s, plan, opts.warmup);
 
   // Pairs of runs, the order alternating (ours first, then the floor first): whichever runs second in a
   // pair meets whatever drift the machine has (a test suite starting, a cache warming) as often as the other.
@@ -413,7 +454,7 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
     const oursFirst = pair % 2 === 1 || !s.withFloor;
     for (const who of oursFirst ? (["ours", "floor"] as const) : (["floor", "ours"] as const)) {
       if (who === "floor" && !s.withFloor) continue;
-      const run = await load(rt.urls[who === "ours" ? "app" : "floor"], s, plan, opts.duration);
+      const run = await load(who === "ours" ? ourUrl(rt, s) : rt.urls.floor, s, plan, opts.duration);
       (who === "ours" ? ours : floor).push(run);
       log(`  ${who.padEnd(5)} ${pair}/${opts.pairs} ${describeRun(run)}`);
     }
@@ -529,10 +570,10 @@ async function largeNotes(rt: Runtime): Promise<LargeListPoint[]> {
       if (!plausible) failures.push(`GET /notes with ${count} notes of 1 MiB (${what}): status ${answer.status}, ${answer.bytes} bytes, starting ${answer.head.slice(0, 20)}`);
     };
 
-    const before = await d1Stats(rt);
+    const before = await d1Stats(rt.urls.counting);
     const counted = await download(rt.urls.counting, "/notes");
     check("counting build", counted);
-    const after = await d1Stats(rt);
+    const after = await d1Stats(rt.urls.counting);
     const ms: number[] = [];
     let bytes = 0;
     for (let i = 0; i < opts.largeReps; i++) {

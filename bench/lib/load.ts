@@ -11,6 +11,8 @@ export interface RequestSpec {
   method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
   path: string;
   body?: string;
+  /** More request headers (an Authorization header, say). */
+  headers?: Record<string, string>;
 }
 
 export type RequestFactory = () => RequestSpec;
@@ -81,7 +83,7 @@ export function runLoad(options: LoadOptions): Promise<RunStats> {
                 ...req,
                 method: spec.method,
                 path: spec.path,
-                headers: spec.body === undefined ? {} : JSON_HEADERS,
+                headers: { ...(spec.body === undefined ? {} : JSON_HEADERS), ...spec.headers },
                 body: spec.body ?? "",
               };
             },
@@ -136,7 +138,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 export function send(baseUrl: string, spec: RequestSpec, timeoutMs = 120_000): Promise<SingleResult> {
   return new Promise((resolve, reject) => {
     const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
-    const headers = body ? { ...JSON_HEADERS, "content-length": String(body.length) } : {};
+    const headers = { ...(body ? { ...JSON_HEADERS, "content-length": String(body.length) } : {}), ...spec.headers };
     const started = performance.now();
     const req = httpRequest(new URL(spec.path, baseUrl), { method: spec.method, agent, headers, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];

@@ -18,7 +18,8 @@ import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions, unstable_readConfig, unstable_splitSqlQuery } from "wrangler";
 import type { Bundle } from "./build.ts";
 
-export type WorkerName = "app" | "counting" | "floor";
+/** `appPrivate` and `countingPrivate`: the same builds with NOTES_AUTH=required. */
+export type WorkerName = "app" | "counting" | "floor" | "appPrivate" | "countingPrivate";
 
 export interface LogTally {
   byLevel: Record<string, number>;
@@ -127,6 +128,8 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
       workers: [
         { ...shared, name: "app", modules: modulesOf(input.app) },
         { ...shared, name: "counting", modules: modulesOf(input.counting) },
+        { ...shared, name: "appPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.app) },
+        { ...shared, name: "countingPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.counting) },
         {
           name: "floor",
           compatibilityDate: workerOptions.compatibilityDate,
@@ -141,7 +144,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
     await mf.ready;
 
     const urls = {} as Record<WorkerName, string>;
-    for (const name of ["app", "counting", "floor"] as const) {
+    for (const name of ["app", "counting", "floor", "appPrivate", "countingPrivate"] as const) {
       urls[name] = (await mf.unsafeGetDirectURL(name)).href.replace(/\/$/, "");
     }
     const db = (await mf.getD1Database("DB", "app")) as unknown as D1Like;
