@@ -131,18 +131,16 @@ export function sessionCheck(db: Database, caller: AccessClaims, now: number) {
 /**
  * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
  * result, or undefined when the session is not live (the caller gets a 401, whatever the query found).
- * Without a caller (public notes) the query runs alone.
+ * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
+ * D1 runs as a transaction).
  */
-export async function asCaller<Q extends BatchItem<"sqlite">>(
+export async function asCaller<Q extends BatchItem<"sqlite"> & PromiseLike<unknown>>(
   db: Database,
   caller: AccessClaims | undefined,
   now: number,
   query: Q,
 ): Promise<Q["_"]["result"] | undefined> {
-  if (!caller) {
-    const [result] = await db.batch([query]);
-    return result;
-  }
+  if (!caller) return (await query);
   const [live, result] = await db.batch([sessionCheck(db, caller, now), query]);
   return live.length > 0 ? result : undefined;
 }
