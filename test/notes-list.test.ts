@@ -450,7 +450,7 @@ describe("GET /notes on a database of its own", () => {
       orm.select({ n: count() }).from(notes),
     ]);
     expect(total).toEqual({ n: 3 });
-    expect(chunk).toMatchObject({ count: 3, beyondPage: 0 });
+    expect(chunk).toMatchObject({ pageCount: 3, beyondPage: 0 });
     expect(JSON.parse(`[${chunk!.items}]`)).toHaveLength(3);
   });
 
