@@ -1,5 +1,6 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
+import { idempotencyKeys, loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
+import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
 
@@ -16,7 +17,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures, usedUpCodes, unverifiedAccounts] = await db.batch([
+  const [expiredSessions, staleLoginFailures, usedUpCodes, unverifiedAccounts, expiredIdempotencyKeys] = await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
@@ -33,11 +34,17 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .delete(users)
       .where(and(eq(users.isVerified, false), lt(users.createdAt, now - UNVERIFIED_ACCOUNT_TTL_MS)))
       .returning({ id: users.id }),
+    // A request repeating an expired key creates a new note anyway (see notes/idempotency.ts).
+    db
+      .delete(idempotencyKeys)
+      .where(lte(idempotencyKeys.createdAt, now - IDEMPOTENCY_KEY_TTL_MS))
+      .returning({ id: idempotencyKeys.id }),
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
     staleLoginFailures: staleLoginFailures.length,
     expiredCodes: usedUpCodes.length,
     unverifiedAccounts: unverifiedAccounts.length,
+    expiredIdempotencyKeys: expiredIdempotencyKeys.length,
   });
 }

@@ -1,4 +1,5 @@
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { isNull } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable("users", {
   // INTEGER PRIMARY KEY without AUTOINCREMENT: SQLite hands out max(id) + 1, so while no account is
@@ -100,6 +101,36 @@ export const notes = sqliteTable(
     userId: integer("user_id").references(() => users.id),
   },
   (table) => [index("notes_user_id_id").on(table.userId, table.id)],
+);
+
+/**
+ * The `Idempotency-Key` of each `POST /notes` that sent one (see notes/idempotency.ts), for 24 hours: the
+ * request it was first used with (as a hash) and the exact answer, replayed to a repeat. A key is claimed,
+ * its note created and its answer stored in one transaction, so no row is ever seen half done.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    id: integer("id").primaryKey(),
+    // The caller the key belongs to with NOTES_AUTH=required; null for the one scope of public notes.
+    // The keys of a deleted account go with it: a later account given the same id finds none of them.
+    userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    // SHA-256 (hex) of the request that first used the key: a repeat with another body is refused.
+    requestHash: text("request_hash").notNull(),
+    // Random per request: tells the request that claimed the key from the ones that found it claimed.
+    claim: text("claim").notNull(),
+    // The 201's body, byte for byte; null only inside the claiming transaction.
+    response: text("response"),
+    // Milliseconds since the epoch; the key expires 24 hours later.
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    // One key per caller, and one per key among public notes (NULLs are never equal in a unique index).
+    uniqueIndex("idempotency_keys_user_id_key").on(table.userId, table.key),
+    uniqueIndex("idempotency_keys_public_key").on(table.key).where(isNull(table.userId)),
+    index("idempotency_keys_created_at").on(table.createdAt),
+  ],
 );
 
 export type User = typeof users.$inferSelect;

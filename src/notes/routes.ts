@@ -4,6 +4,7 @@ import { asCaller } from "../auth/session-store";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
+import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
 import { listNotes } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
@@ -34,6 +35,15 @@ export const notesApp = new Hono<AppEnv>()
     const { title, content } = c.req.valid("json");
     const { db, caller } = c.var;
     const now = Date.now();
+    const key = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER));
+    if (key !== undefined) {
+      const once = await createOnce(db, caller, key, title, content, now);
+      if (once.outcome === "unauthorized") return notesUnauthorized(c);
+      if (once.outcome === "mismatch") return c.json({ error: NoteMessage.idempotencyKeyReused }, 422);
+      if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
+      if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
+      return jsonText<NoteJson, 201>(c, once.body, 201);
+    }
     const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
     return jsonText<NoteJson, 201>(c, created[0]!.json, 201);

@@ -23,6 +23,9 @@ export const NoteMessage = {
   invalidBookmark: "Invalid X-D1-Bookmark header",
   clientThrottled: "Too many requests",
   unauthorized: "Unauthorized",
+  invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
+  idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
+  idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
   internalError: "Internal server error",
 } as const;
 
