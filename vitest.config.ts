@@ -14,7 +14,9 @@ export default defineConfig(async () => {
             // A second, never-migrated database: a real D1 whose tables are missing. A third, LIST_DB,
             // belongs to test/notes-list.test.ts alone: it holds an exact set of notes and loses its
             // table mid-response, which the shared DB cannot do without disturbing other tests.
-            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db" },
+            // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
+            // migration index the notes written before it.
+            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db" },
             bindings: {
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,

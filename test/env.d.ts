@@ -8,6 +8,7 @@ declare global {
       SMTP: SmtpFixture;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
+      SEARCH_DB: D1Database;
     }
   }
 }

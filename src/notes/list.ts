@@ -22,7 +22,7 @@ const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
  * JSON bytes of a note besides its title and content: `{"id":…,"title":"","content":"","created_at":"…"}`
  * with a 16-digit id, and the comma before it.
  */
-const NOTE_JSON_OVERHEAD = 88;
+export const NOTE_JSON_OVERHEAD = 88;
 /**
  * The most notes a chunk can hold. Only the sizes of these rows are read to find where a chunk ends, so
  * after the first chunk the count follows the sizes seen so far (twice what fits): no scanning 17,000

@@ -6,6 +6,7 @@ import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
 import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
 import { listNotes } from "./list";
+import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
 import { CreateNoteBody, ListQuery, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
@@ -23,8 +24,17 @@ function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | 
 export const notesApp = new Hono<AppEnv>()
   .use(requireNotesAuth)
   .get("/", queryParams(ListQuery), async (c) => {
-    const { limit, after } = c.req.valid("query");
+    const { limit, after, q, offset } = c.req.valid("query");
     const { db, log, caller } = c.var;
+    if (q !== undefined) {
+      const pageSize = limit ?? DEFAULT_SEARCH_LIMIT;
+      const found = await searchNotes(db, caller, Date.now(), q, pageSize, offset ?? 0);
+      if (!found) return notesUnauthorized(c);
+      if (found.nextOffset !== undefined) {
+        c.header("Link", `</notes?q=${encodeURIComponent(q.toWellFormed())}&limit=${pageSize}&offset=${found.nextOffset}>; rel="next"`);
+      }
+      return jsonText<NoteJson[], 200>(c, found.body, 200);
+    }
     // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
     const list = await listNotes(db, log, caller, Date.now(), limit === undefined ? undefined : { limit, after });
     if (!list) return notesUnauthorized(c);

@@ -25,6 +25,7 @@ export const NoteMessage = {
   unauthorized: "Unauthorized",
   invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
   idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
+  searchEmpty: "q must not be empty",
   idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
   internalError: "Internal server error",
 } as const;
@@ -70,7 +71,8 @@ export const MAX_PAGE_SIZE = 100;
 
 /**
  * `GET /notes` query: without `limit` the whole list (the spec's answer); with `limit` (1..100) one page,
- * optionally after the id `after`.
+ * optionally after the id `after`. With `q`, a search (notes/search.ts): pages of `limit` (default 20)
+ * ranked notes, the next one from `offset`.
  */
 export const ListQuery = v.pipe(
   v.object({
@@ -90,8 +92,27 @@ export const ListQuery = v.pipe(
         v.description("Return notes with ids greater than this (the last id of the previous page)."),
       ),
     ),
+    q: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((raw) => raw.trim() !== "", NoteMessage.searchEmpty),
+        v.description(
+          'Search: the notes whose title or content contain every word (any case or accent; the last word may be the start of a word), best first. "A quoted phrase" matches as a phrase; every other character is plain text.',
+        ),
+      ),
+    ),
+    offset: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((raw) => (safeInteger(raw) ?? -1) >= 0, "offset must be an integer of at least 0"),
+        v.transform(Number),
+        v.description("With q: how many ranked notes to skip (the next page's Link carries it)."),
+      ),
+    ),
   }),
   v.check((query) => query.after === undefined || query.limit !== undefined, "after is only allowed together with limit"),
+  v.check((query) => query.q === undefined || query.after === undefined, "after cannot be combined with q; search pages use offset"),
+  v.check((query) => query.offset === undefined || query.q !== undefined, "offset is only allowed together with q"),
 );
 
 /** A note as the API shows it, with the spec's field names (the owner is never shown). */

@@ -1,0 +1,98 @@
+import { and, sql } from "drizzle-orm";
+import { asCaller } from "../auth/session-store";
+import { notes } from "../db/schema";
+import type { AccessClaims } from "../lib/tokens";
+import type { Database } from "../types";
+import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, ownedBy } from "./list";
+import { noteJsonText } from "./schemas";
+
+/**
+ * `GET /notes?q=…`: full-text search over titles and contents with SQLite's FTS5 (the `notes_fts` index
+ * of migration 0007, kept exact by triggers). Rationale and measurements: docs/notes-idempotency-search.md.
+ */
+
+/** A search page without `limit` holds this many notes at most. */
+export const DEFAULT_SEARCH_LIMIT = 20;
+/**
+ * bm25() column weights: a word found in the title counts ten times one found in the content, so notes
+ * that match in their title come first.
+ */
+const TITLE_WEIGHT = 10;
+const CONTENT_WEIGHT = 1;
+
+/**
+ * The FTS5 MATCH expression for what a user typed, built so that nothing typed is ever FTS5 syntax.
+ * The text is cut into terms: a double quote opens a phrase that runs to the next double quote (or to the
+ * end), anything else is a word between white space. Every term goes to FTS5 as a double-quoted string
+ * (a quote inside doubled, though the cutting leaves none), so `OR`, `NEAR(`, `-`, `*`, `:` and `^` are
+ * only text; FTS5 splits each string into words with the index's own tokenizer, and a string without a
+ * word in it (`-`, `***`) matches nothing and is left out of the AND. The terms are ANDed; the last one,
+ * if it is a word, matches as a prefix (`budg` finds Budget), for search as you type. Half of a UTF-16
+ * surrogate pair is not text: it becomes U+FFFD, which matches nothing. Control characters separate words
+ * in the index anyway; they become spaces, since FTS5 would take a NUL for the end of the expression.
+ */
+export function matchExpression(q: string): string {
+  const terms = [...q.toWellFormed().replace(/\p{Cc}/gu, " ").matchAll(/"([^"]*)"?|[^\s"]+/gu)];
+  // Nothing to look for (only white space and control characters): the empty phrase, which matches nothing.
+  if (terms.length === 0) return '""';
+  return terms
+    .map((term, i) => {
+      const text = term[1] ?? term[0];
+      const prefix = i === terms.length - 1 && term[1] === undefined ? "*" : "";
+      return `"${text.replaceAll('"', '""')}"${prefix}`;
+    })
+    .join(" ");
+}
+
+/**
+ * One search page in one statement: the matching notes ranked by bm25 (ties by id), `limit` of them after
+ * `offset`, and one more to tell whether another page follows. Like the list, a page is also cut by
+ * bytes: only the notes whose running size (estimated from stored lengths, as the list does) stays within
+ * `budget` carry their JSON (the first always does), so a page of large notes stays bounded in memory and
+ * in the time it holds the database. Rows are in rank order; `json` is null for those left to the next page.
+ *
+ * The FTS index drives the join (CROSS JOIN keeps SQLite from starting at the owner's notes instead), and
+ * the owner is a filter on the matches: with NOTES_AUTH=required the caller's notes only.
+ */
+export function searchQuery(db: Database, owner: number | undefined, match: string, limit: number, offset: number, budget: number) {
+  const ranked = sql`SELECT ${notes.id} AS id, bm25(notes_fts, ${sql.raw(String(TITLE_WEIGHT))}, ${sql.raw(String(CONTENT_WEIGHT))}) AS score,
+      octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
+    FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
+    WHERE ${and(sql`notes_fts MATCH ${match}`, ownedBy(owner))}
+    ORDER BY score, id LIMIT ${limit + 1} OFFSET ${offset}`;
+  const page = sql`(
+    SELECT id, row_number() OVER w AS n, sum(size) OVER w AS reach FROM (${ranked})
+    WINDOW w AS (ORDER BY score, id ROWS UNBOUNDED PRECEDING)
+  ) AS page CROSS JOIN ${notes} ON ${notes.id} = page.id`;
+  return db
+    .select({
+      n: sql<number>`page.n`,
+      json: sql<string | null>`CASE WHEN page.n <= ${limit} AND (page.n = 1 OR page.reach <= ${budget}) THEN ${noteJsonText} END`,
+    })
+    .from(page)
+    .orderBy(sql`page.n`);
+}
+
+/** A search page: the JSON array, and the `offset` of the next page when there is one. */
+export interface SearchPage {
+  body: string;
+  nextOffset: number | undefined;
+}
+
+/**
+ * The caller's notes matching `q`, best first; undefined when the caller's session is not live (checked in
+ * the same round trip, see asCaller).
+ */
+export async function searchNotes(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  q: string,
+  limit: number,
+  offset: number,
+): Promise<SearchPage | undefined> {
+  const rows = await asCaller(db, caller, now, searchQuery(db, caller?.userId, matchExpression(q), limit, offset, LIST_CHUNK_BYTES));
+  if (!rows) return undefined;
+  const items = rows.flatMap((row) => (row.json === null ? [] : [row.json]));
+  return { body: `[${items.join(",")}]`, nextOffset: rows.length > items.length ? offset + items.length : undefined };
+}
