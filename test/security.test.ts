@@ -399,7 +399,7 @@ describe("CORS", () => {
     const response = await callWithEnv(origins, "OPTIONS", "/notes", undefined, preflight("https://admin.example.com"));
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-origin")).toBe("https://admin.example.com");
-    expect(response.headers.get("access-control-allow-headers")).toBe("Authorization,Content-Type,X-D1-Bookmark");
+    expect(response.headers.get("access-control-allow-headers")).toBe("Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key");
     expect(response.headers.get("access-control-allow-methods")).toBe("GET,POST,PATCH,DELETE");
   });
 

@@ -15,7 +15,9 @@ import {
   VerifyEmailBody,
 } from "../auth/schemas";
 import { BodyMessage } from "../lib/http";
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER } from "../notes/idempotency";
 import { ListQuery, MAX_PAGE_SIZE, NoteMessage, CreateNoteBody, UpdateNoteBody } from "../notes/schemas";
+import { DEFAULT_SEARCH_LIMIT } from "../notes/search";
 
 /**
  * The OpenAPI 3.1 document of the whole API. Request bodies and query parameters are converted from the
@@ -439,31 +441,59 @@ export function openApiDocument(): Json {
       "/notes": {
         get: {
           tags: ["notes"],
-          summary: "List notes",
-          description: `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist.`,
+          summary: "List or search notes",
+          description:
+            `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
+            `With \`q\`, a search: the notes whose title or content contain every word, best match first (a title match ranks above a content match), ` +
+            `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
           security: [{}, { bearer: [] }],
           parameters: Object.entries((schemaOf(ListQuery).properties ?? {}) as Record<string, Json>).map(([name, schema]) => ({
             name,
             in: "query",
             required: false,
             description: schema.description,
-            schema: { type: "integer" },
+            schema: { type: name === "q" ? "string" : "integer" },
           })),
           responses: {
             "200": json("The notes", { type: "array", items: noteRef }, { Link: { description: "The next page, when paging", schema: { type: "string" } } }),
-            "400": jsonError("Bad paging parameters", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, "after must be an integer"),
+            "400": jsonError(
+              "Bad paging or search parameters",
+              `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
+              "after must be an integer",
+              NoteMessage.searchEmpty,
+              "offset must be an integer of at least 0",
+            ),
             ...notesErrors,
           },
         },
         post: {
           tags: ["notes"],
           summary: "Create a note",
+          description:
+            `With \`${IDEMPOTENCY_KEY_HEADER}\` the request can be retried safely for ${IDEMPOTENCY_KEY_TTL_MS / 3_600_000} hours: the first creates the note, ` +
+            `a repeat with the same key and the same title and content creates nothing and gets the first answer again, byte for byte, with ` +
+            `\`${IDEMPOTENT_REPLAYED_HEADER}: true\`. Keys belong to the caller (to the user with NOTES_AUTH=required). ` +
+            "A repeat sent while the first is being processed waits for it and gets the replay.",
           security: [{}, { bearer: [] }],
+          parameters: [
+            {
+              name: IDEMPOTENCY_KEY_HEADER,
+              in: "header",
+              required: false,
+              description: "1 to 255 visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)",
+              schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+            },
+          ],
           requestBody: jsonBody(CreateNoteBody, { title: "First", content: "Hello" }),
           responses: {
-            "201": json("Created", noteRef),
+            "201": json("Created, or (with `Idempotent-Replayed: true`) the stored answer to the key's first request", noteRef, {
+              [IDEMPOTENT_REPLAYED_HEADER]: { description: "`true` on a replay", schema: { type: "string", enum: ["true"] } },
+            }),
+            "409": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\`'s first request has not finished`, NoteMessage.idempotencyKeyInProgress),
+            "422": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\` was used with another title or content`, NoteMessage.idempotencyKeyReused),
             "400": jsonError(
               "Malformed input",
+              NoteMessage.invalidIdempotencyKey,
               NoteMessage.titleRequired,
               NoteMessage.contentRequired,
               NoteMessage.titleEmpty,

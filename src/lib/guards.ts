@@ -33,8 +33,8 @@ export function limitBody(maxBytes: number, message: string): MiddlewareHandler<
 const corsForAllowedOrigins = cors({
   origin: (origin, c: Context<AppEnv>) => (c.var.config.corsOrigins.includes(origin) ? origin : null),
   allowMethods: ["GET", "POST", "PATCH", "DELETE"],
-  allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark"],
-  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark"],
+  allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key"],
+  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed"],
   maxAge: 600,
 });
 

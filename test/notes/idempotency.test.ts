@@ -258,3 +258,22 @@ describe("POST /notes with Idempotency-Key and NOTES_AUTH=required", () => {
     expect(await keyRows(key)).toEqual([]);
   });
 });
+
+describe("Idempotency-Key and CORS", () => {
+  it("lets browsers of allowed origins send the key and read Idempotent-Replayed", async () => {
+    const origin = "https://app.example";
+    const cors = { CORS_ORIGINS: origin };
+    const preflight = await callWithEnv(cors, "OPTIONS", "/notes", undefined, {
+      Origin: origin,
+      "Access-Control-Request-Method": "POST",
+      "Access-Control-Request-Headers": "content-type, idempotency-key",
+    });
+    expect(preflight.headers.get("access-control-allow-headers")?.split(",")).toContain("Idempotency-Key");
+    const key = newKey();
+    const body = { title: `cors ${key}`, content: "c" };
+    await callWithEnv(cors, "POST", "/notes", body, { Origin: origin, "Idempotency-Key": key });
+    const replay = await callWithEnv(cors, "POST", "/notes", body, { Origin: origin, "Idempotency-Key": key });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.headers.get("access-control-expose-headers")?.split(",")).toContain("Idempotent-Replayed");
+  });
+});

@@ -1,9 +1,11 @@
 import { applyD1Migrations } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
+import { hc } from "hono/client";
 import * as v from "valibot";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, verifiedAccount } from "../helpers";
+import { BASE, bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, verifiedAccount } from "../helpers";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 
@@ -282,5 +284,22 @@ describe("matchExpression", () => {
     [" \u0000\t ", '""'],
   ])("turns %j into %j", (q, expression) => {
     expect(matchExpression(q)).toBe(expression);
+  });
+});
+
+describe("typed client (hc<AppType>)", () => {
+  it("searches with q, limit and offset, typed", async () => {
+    const client = hc<AppType>(BASE, { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
+    const word = uniqueWord();
+    const note = await create(`Typed ${word}`, "x");
+    expectTypeOf<Parameters<typeof client.notes.$get>[0]["query"]>().toEqualTypeOf<{
+      limit?: string | undefined;
+      after?: string | undefined;
+      q?: string | undefined;
+      offset?: string | undefined;
+    }>();
+    const response = await client.notes.$get({ query: { q: word, limit: "5", offset: "0" } });
+    expect(response.status).toBe(200);
+    expect(v.parse(Notes, await response.json())).toEqual([note]);
   });
 });
