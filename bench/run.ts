@@ -213,6 +213,30 @@ function listScenario(size: number): Scenario {
   };
 }
 
+/** The notes a search scenario searches (the seeded notes: "Seeded note N", "Short content of seeded note number N."). */
+const SEARCH_NOTES = 10_000;
+let searchSeeded = false;
+
+/** `GET /notes?q=…` over SEARCH_NOTES notes, one page of the default size. No floor: it has no search. */
+function searchScenario(key: string, detail: string, q: () => string): Scenario {
+  return {
+    key,
+    title: "GET /notes?q=",
+    detail: `${SEARCH_NOTES.toLocaleString("en-US")} notes, ${detail}`,
+    expectStatus: 200,
+    withFloor: false,
+    d1Target: 1,
+    setup: async (rt) => {
+      if (searchSeeded) return;
+      await seedNotes(rt, SEARCH_NOTES);
+      // The base notes are gone: a later single-note scenario seeds them again.
+      idRange = undefined;
+      searchSeeded = true;
+    },
+    request: () => ({ method: "GET", path: `/notes?q=${encodeURIComponent(q())}` }),
+  };
+}
+
 function scenarios(): Scenario[] {
   const base = opts.baseNotes.toLocaleString("en-US");
   return [
@@ -284,6 +308,11 @@ function scenarios(): Scenario[] {
       d1Target: undefined,
       request: () => ({ method: "GET", path: "/no-such-path" }),
     },
+    searchScenario("search-10000", "one note's two words (a title word and a content word), random note", () => {
+      const n = 1 + Math.floor(Math.random() * SEARCH_NOTES);
+      return `seeded ${n}`;
+    }),
+    searchScenario("search-10000-common", "a word every note holds: ranks all 10,000, answers the best 20", () => "seeded"),
     listScenario(opts.listSizes[0]),
     listScenario(opts.listSizes[1]),
     {
@@ -697,6 +726,80 @@ async function readDuringList(rt: Runtime): Promise<ReadDuringList> {
   return result;
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Search: how long indexing a large note holds D1
+
+/**
+ * About 1 MiB of text in words (3 to 10 letters, from a vocabulary of 20,000), the way prose looks to the
+ * tokenizer: some 150,000 words, many of them distinct. (1 MiB of hex would be one word.)
+ */
+function wordsOfOneMiB(): string {
+  const vocabulary = Array.from({ length: 20_000 }, () => randomBytes(8).toString("base64").replace(/[^a-z]/gi, "").slice(0, 3 + Math.floor(Math.random() * 8)) || "word");
+  const words: string[] = [];
+  let bytes = 0;
+  while (bytes < MiB) {
+    const word = vocabulary[Math.floor(Math.random() * vocabulary.length)]!;
+    words.push(word);
+    bytes += word.length + 1;
+  }
+  return words.join(" ").slice(0, MiB);
+}
+
+/**
+ * Single statement times (D1's `meta.duration`) of writing a 1 MiB note: into `notes`, whose triggers index
+ * it, and into a copy of the table without an index, then an update of its content (the old text leaves the
+ * index, the new one enters) and its deletion. D1 runs one statement at a time per database, so this is how
+ * long the write holds every other query back. Medians of five.
+ */
+async function searchIndexing(rt: Runtime): Promise<void> {
+  log("\nIndexing a 1 MiB note (single D1 statement, meta.duration, median of 5)");
+  await rt.sql("CREATE TABLE IF NOT EXISTS bench_plain_notes AS SELECT * FROM notes WHERE 0");
+  const times = { indexed: [] as number[], plain: [] as number[], update: [] as number[], delete: [] as number[] };
+  for (let i = 0; i < 5; i++) {
+    const [content, replacement] = [wordsOfOneMiB(), wordsOfOneMiB()];
+    const insert = "INSERT INTO %s (title, content, created_at) VALUES ('One MiB of words', ?1, 0) RETURNING id";
+    const indexed = await rt.timedSql(insert.replace("%s", "notes"), content);
+    times.indexed.push(indexed.durationMs);
+    times.plain.push((await rt.timedSql(insert.replace("%s", "bench_plain_notes"), content)).durationMs);
+    const id = indexed.rows[0]!.id;
+    times.update.push((await rt.timedSql("UPDATE notes SET content = ?1 WHERE id = ?2", replacement, id)).durationMs);
+    times.delete.push((await rt.timedSql("DELETE FROM notes WHERE id = ?1", id)).durationMs);
+  }
+  await rt.sql("DROP TABLE bench_plain_notes");
+  const indexing =
+    `Writing a 1 MiB note of words holds D1 for ${fmt(median(times.indexed), 1)} ms with the search index ` +
+    `(${fmt(median(times.plain), 1)} ms into the same table without it); replacing its content ${fmt(median(times.update), 1)} ms, deleting it ${fmt(median(times.delete), 1)} ms ` +
+    `(single statements, D1 meta.duration, median of ${times.indexed.length}).`;
+  log(`  ${indexing}`);
+  observations.push(indexing);
+
+  // One search at a time over SEARCH_NOTES notes: the request as a client sees it (from Node, the app
+  // build), and the D1 round trip as the Worker times it (the counting build).
+  log(`\nSearch over ${SEARCH_NOTES.toLocaleString("en-US")} notes, one request at a time (medians of 21)`);
+  await seedNotes(rt, SEARCH_NOTES);
+  searchSeeded = true;
+  idRange = undefined;
+  for (const [what, q] of [
+    ["a word of one note", () => `"${1 + Math.floor(Math.random() * SEARCH_NOTES)}"`],
+    ["one note's words", () => `seeded ${1 + Math.floor(Math.random() * SEARCH_NOTES)}`],
+    ["a word of every note", () => "seeded"],
+  ] as const) {
+    const requestMs: number[] = [];
+    const d1Ms: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const path = `/notes?q=${encodeURIComponent(q())}`;
+      const answer = await send(rt.urls.app, { method: "GET", path });
+      if (answer.status !== 200) failures.push(`GET ${path} answered ${answer.status}`);
+      requestMs.push(answer.ms);
+      await send(rt.urls.counting, { method: "GET", path });
+      d1Ms.push((await d1Stats(rt.urls.counting)).slowestMs);
+    }
+    const line = `Search over ${SEARCH_NOTES.toLocaleString("en-US")} notes for ${what}: ${fmt(median(requestMs), 1)} ms per request, of which the D1 query ${fmt(median(d1Ms), 1)} ms (one at a time, medians of 21).`;
+    log(`  ${line}`);
+    observations.push(line);
+  }
+}
+
 /** "p99 stays within a few times its idle value": the bound the report checks. */
 const READ_P99_TARGET = 5;
 
@@ -781,7 +884,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   const loadAtStart = loadavg().map((n) => Math.round(n * 100) / 100);
   const all = scenarios();
-  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "bcrypt"];
+  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "search-indexing", "bcrypt"];
   const unknown = (opts.only ?? []).filter((key) => !known.includes(key));
   if (unknown.length) throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${known.join(", ")}`);
   log(`[bench] ${opts.smoke ? "smoke mode: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s) of runs per scenario`);
@@ -833,6 +936,7 @@ async function main(): Promise<number> {
     large = await largeNotes(rt);
     if (wants("read-during-list")) readsDuringList = await readDuringList(rt);
   }
+  if (wants("search-indexing")) await searchIndexing(rt);
   for (const s of all.filter((s) => s.key === "register" || s.key === "login")) {
     if (wants(s.key)) results.push(await runScenario(rt, s));
   }
