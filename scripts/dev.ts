@@ -1,7 +1,7 @@
 /**
  * `npm run dev`: local development with no setup and no mail account.
  *   1. creates `.dev.vars` from `.dev.vars.example` on first run, with a random JWT secret;
- *   2. applies the D1 migrations to the local database;
+ *   2. applies the D1 migrations to the local database, printing one line (everything on failure);
  *   3. starts the mail catcher when SMTP_HOST is local, so verification codes show up here;
  *   4. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`).
  */
@@ -33,15 +33,29 @@ function createDevVars(): void {
   }
 }
 
+function fail(lines: string[]): never {
+  console.error(lines.map((line) => `[dev] ${line}`).join("\n"));
+  process.exit(1);
+}
+
+/** One line when all goes well; wrangler's whole output (its tables) only when something fails. */
 function applyMigrations(): void {
   // stdin is not a terminal, so wrangler skips its confirmation prompt (it answers yes, as in CI).
   const result = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], {
-    stdio: ["ignore", "inherit", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
   });
+  const output = `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? `${String(result.error)}\n` : ""}`;
   if (result.status !== 0) {
-    console.error("[dev] Applying the local D1 migrations failed; not starting the worker.");
-    process.exit(result.status ?? 1);
+    console.error(output);
+    fail(["Applying the local D1 migrations failed (wrangler's output above); not starting the worker."]);
   }
+  // Without a terminal wrangler prints its status table again after each migration: count names once.
+  const applied = [...new Set(Array.from(output.matchAll(/│ (\S+\.sql)\s+│ ✅/g), (match) => match[1]))];
+  if (applied.length === 1) console.log(`[dev] D1: 1 migration applied (${applied[0]}).`);
+  else if (applied.length > 1) console.log(`[dev] D1: ${applied.length} migrations applied (${applied[0]} to ${applied.at(-1)}).`);
+  else if (output.includes("No migrations to apply")) console.log("[dev] D1: up to date, no migration to apply.");
+  else console.log(output); // neither: show what wrangler said rather than guess
 }
 
 async function maybeStartCatcher(): Promise<MailCatcher | null> {
