@@ -82,7 +82,7 @@ export const DOCS_HTML = `<!doctype html>
     const fields = parameters.map((p) => {
       const input = el("input", { name: p.name, placeholder: p.in === "path" ? "required" : "optional" });
       input.dataset.in = p.in;
-      return el("div", {}, el("label", { textContent: p.name + " (" + p.in + ")" + (p.description ? " — " + p.description : "") }), input);
+      return el("div", {}, el("label", {}, p.name + " (" + p.in + ")", ...(p.description ? [" — ", ...rich(p.description)] : [])), input);
     });
     const requestBody = resolve(op.requestBody);
     const media = requestBody && requestBody.content && requestBody.content["application/json"];
