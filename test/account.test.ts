@@ -1,10 +1,12 @@
 import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { maskEmail } from "../src/lib/log";
 import {
   bearer,
   call,
   callWithEnv,
+  captureLogs,
   fireCron,
   JSON_TYPE,
   jsonOf,
@@ -251,6 +253,10 @@ function heldLogin(email: string, password = PASSWORD) {
   return holdRequest(/^insert into "sessions"/i, (db) => callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }));
 }
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
 describe("holdRequest (the helper the race tests rely on)", () => {
   it("changes nothing but the timing: a login held and released with nothing in between logs in", async () => {
     const email = await account();
@@ -310,6 +316,27 @@ describe("POST /auth/forgot-password", () => {
     expect(await storedUser(email)).toEqual(user);
   });
 
+  it("logs the reset mail it skipped within 60 seconds of the registration mail, with the address masked", async () => {
+    const email = randomEmail();
+    await register(email);
+    const logs = captureLogs();
+    expect((await forgotAndSettle(email)).status).toBe(200);
+    const skipped = logs.filter((line) => line.event === "password_reset_mail_skipped");
+    expect(skipped).toEqual([
+      expect.objectContaining({ level: "info", reason: "mail_cooldown", email: maskEmail(email), retryAfterSeconds: expect.any(Number) }),
+    ]);
+    expect(skipped[0]?.retryAfterSeconds).toBeGreaterThan(0);
+    expect(skipped[0]?.retryAfterSeconds).toBeLessThanOrEqual(60);
+    expect(JSON.stringify(logs)).not.toContain(email);
+    expect(await mailsWithSubject(email, Subject.reset)).toEqual([]);
+  });
+
+  it("logs nothing skipped for an unknown address (there is no mail to skip)", async () => {
+    const logs = captureLogs();
+    expect((await forgotAndSettle(randomEmail())).status).toBe(200);
+    expect(logs.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([]);
+  });
+
   it("shares the 5 mails an hour with every mail of the account: the registration mail and 4 resets, then 200 and no mail", async () => {
     const email = randomEmail();
     await register(email);
@@ -320,7 +347,12 @@ describe("POST /auth/forgot-password", () => {
     expect((await storedUser(email))!.mailsInWindow).toBe(5);
 
     await pastCooldown(email);
+    const logs = captureLogs();
     expect(await textOf(await forgotAndSettle(email))).toEqual({ status: 200, type: TEXT, body: RESET_REQUESTED });
+    expect(logs.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([
+      expect.objectContaining({ reason: "hourly_mail_cap", email: maskEmail(email) }),
+    ]);
+    vi.restoreAllMocks();
     expect(await mailsWithSubject(email, Subject.reset)).toHaveLength(4);
     expect(await mailsTo(email)).toHaveLength(5);
 

@@ -19,10 +19,14 @@ export const recovery = new Hono<AppEnv>()
 
     // One round trip whatever the address (unknown, unverified, verified, or out of mail allowance), and
     // the mail goes out after the answer: neither the answer nor its timing tells whether it exists.
-    const { issued } = await codeToMail(db, eq(users.email, email), "reset_password", Date.now());
+    const { issued, skipped, waitMs } = await codeToMail(db, eq(users.email, email), "reset_password", Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
       c.executionCtx.waitUntil(sendPasswordResetCode(config.smtp, email, issued.code, log));
+    } else if (skipped) {
+      // The answer must not tell (no 429 here), so the log does: a reset asked for within a minute of
+      // the registration mail otherwise looks like a lost mail.
+      log.info("password_reset_mail_skipped", { reason: skipped, email: maskEmail(email), retryAfterSeconds: Math.ceil(waitMs / 1000) });
     }
     return c.text(AuthMessage.resetRequested, 200);
   })
