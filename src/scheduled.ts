@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
+import { deviceLoginFailures, loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
 
@@ -16,12 +16,16 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures, usedUpCodes, unverifiedAccounts] = await db.batch([
+  const [expiredSessions, staleLoginFailures, staleDeviceFailures, usedUpCodes, unverifiedAccounts] = await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
       .where(and(lte(loginFailures.lockedUntil, now), lt(loginFailures.lastAttemptAt, now - LOGIN_FAILURES_KEPT_MS)))
       .returning({ email: loginFailures.email }),
+    db
+      .delete(deviceLoginFailures)
+      .where(and(lte(deviceLoginFailures.lockedUntil, now), lt(deviceLoginFailures.lastAttemptAt, now - LOGIN_FAILURES_KEPT_MS)))
+      .returning({ deviceId: deviceLoginFailures.deviceId }),
     // Kept an hour past their expiry, for the hourly cap on tries; a verification code lives as long as
     // its unverified account, whose resends it counts.
     db
@@ -37,6 +41,7 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
     staleLoginFailures: staleLoginFailures.length,
+    staleDeviceFailures: staleDeviceFailures.length,
     expiredCodes: usedUpCodes.length,
     unverifiedAccounts: unverifiedAccounts.length,
   });

@@ -62,6 +62,19 @@ export const loginFailures = sqliteTable("login_failures", {
 });
 
 /**
+ * Login attempts per device of an owner (a device token's id, see auth/devices.ts): the same run and lock
+ * as `login_failures`, so a device that logged in before is judged on its own failures only. Only devices
+ * that have failed have a row; a successful login from the device deletes it.
+ */
+export const deviceLoginFailures = sqliteTable("device_login_failures", {
+  deviceId: text("device_id").primaryKey(),
+  failures: integer("failures").notNull().default(0),
+  lockedUntil: integer("locked_until").notNull().default(0),
+  // For pruning rows nobody has used for a day.
+  lastAttemptAt: integer("last_attempt_at").notNull().default(0),
+});
+
+/**
  * One row per login: what its tokens are checked against, so ending it ends them at once. Refresh tokens
  * are not stored at all: they are derived from the session id and its generation (see lib/tokens.ts),
  * and each refresh moves the generation on.

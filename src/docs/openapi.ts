@@ -93,6 +93,11 @@ const passwordChecked = {
   },
 };
 const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
+const tokenProperties = {
+  token: { type: "string", description: "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + 3600" },
+  refresh_token: { type: "string", description: "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)." },
+  expires_in: { type: "integer", description: "Seconds the access token lives: 3600" },
+};
 const sessionTokens = json("A new pair of tokens", { $ref: "#/components/schemas/Token" });
 
 const notesAuth = {
@@ -144,13 +149,17 @@ export function openApiDocument(): Json {
           },
         },
         Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
-        Token: {
+        Token: { type: "object", required: Object.keys(tokenProperties), properties: tokenProperties },
+        Login: {
           type: "object",
-          required: ["token", "refresh_token", "expires_in"],
+          required: [...Object.keys(tokenProperties), "device_token"],
           properties: {
-            token: { type: "string", description: "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + 3600" },
-            refresh_token: { type: "string", description: "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)." },
-            expires_in: { type: "integer", description: "Seconds the access token lives: 3600" },
+            ...tokenProperties,
+            device_token: {
+              type: "string",
+              description:
+                "Opaque, good for 180 days: send it with this device's next logins (`device_token`), which are then judged on this device's own failed logins, not refused for the address's lock.",
+            },
           },
         },
         Session: {
@@ -254,15 +263,17 @@ export function openApiDocument(): Json {
           tags: ["accounts"],
           summary: "Log in",
           description:
-            "Starts a session: an access token (JWT, one hour) and a refresh token. Ten attempts (failed or in flight) lock the address for 15 minutes.",
+            "Starts a session: an access token (JWT, one hour), a refresh token and a device token. Ten attempts (failed or in flight) " +
+            "without a device token lock the address for 15 minutes; a valid device token of the address is judged on that device's own " +
+            "attempts instead (five lock the device for 15 minutes). Any other device_token counts as none.",
           requestBody: jsonBody(LoginBody, { email: "ada@example.com", password: "correct horse battery" }),
           responses: {
-            "200": json("Logged in", { $ref: "#/components/schemas/Token" }),
+            "200": json("Logged in", { $ref: "#/components/schemas/Login" }),
             "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
             "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
             "403": text("E-mail not verified", AuthMessage.notVerified),
             ...accountErrors,
-            "429": { ...text("Address locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
+            "429": { ...text("Address (or device) locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
           },
         },
       },
