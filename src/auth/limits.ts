@@ -22,6 +22,12 @@ export const LOGIN_FAILURES_BEFORE_LOCK = 10;
 /** ...for this long. */
 export const LOGIN_LOCK_MS = 15 * MINUTE;
 /**
+ * Password re-checks of a session (change password or e-mail, delete the account) that may fail: the
+ * wrong one that reaches this many ends the session. A stolen access token is no way to guess the
+ * password, and no way to lock the owner out either (see account.ts).
+ */
+export const PASSWORD_CHECKS_PER_SESSION = 5;
+/**
  * Wrong passwords after which a device of the owner (a valid device token, see devices.ts) is locked, for
  * DEVICE_LOCK_MS: a device is judged on its own failures, not on the address's.
  */

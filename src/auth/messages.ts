@@ -37,7 +37,6 @@ export const AuthMessage = {
   changePasswordRequired: "Current and new password are required.",
   changePasswordStrings: "Current and new password must be strings.",
   wrongPassword: "Invalid password.",
-  passwordLocked: "Too many failed password attempts. Please try again later.",
   passwordChanged: "Password changed.",
   changeEmailRequired: "Password and new email are required.",
   changeEmailStrings: "Password and new email must be strings.",

@@ -97,6 +97,9 @@ export const sessions = sqliteTable(
     // When the generation last moved on: the previous token is still honoured for a few seconds after.
     rotatedAt: integer("rotated_at").notNull().default(0),
     userAgent: text("user_agent"),
+    // Password re-checks (change password or e-mail, delete the account) claimed and not found right: at
+    // PASSWORD_CHECKS_PER_SESSION a wrong one ends the session.
+    passwordFailures: integer("password_failures").notNull().default(0),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
 );

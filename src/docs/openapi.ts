@@ -83,14 +83,21 @@ const bearerErrors = {
   "500": text("Unexpected failure", AuthMessage.internalError),
 };
 const bearerOnly = [{ bearer: [] }];
-/** The answers of an endpoint that checks the caller's password first (under the login lock). */
+/**
+ * The answers of an endpoint that checks the caller's password first: counted on the session, which
+ * ends after five wrong ones.
+ */
 const passwordChecked = {
   ...bearerErrors,
-  "401": text("Invalid, expired or revoked access token, or a wrong password", AuthMessage.invalidAccessToken, AuthMessage.wrongPassword),
-  "429": {
-    ...text("Too many failed password attempts for the address (the login lock), or the per-client limit", AuthMessage.passwordLocked, AuthMessage.clientThrottled),
-    headers: retryAfter,
+  "401": {
+    ...text(
+      "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password), or a wrong password",
+      AuthMessage.invalidAccessToken,
+      AuthMessage.wrongPassword,
+    ),
+    headers: { "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } } },
   },
+  "429": { ...text("Per-client rate limit", AuthMessage.clientThrottled), headers: retryAfter },
 };
 const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
 const tokenProperties = {
@@ -406,9 +413,8 @@ export function openApiDocument(): Json {
             ...passwordChecked,
             "429": {
               ...text(
-                "Mail allowance used up, the login lock, or the per-client limit",
+                "Mail allowance used up, or the per-client limit",
                 AuthMessage.emailChangeThrottled,
-                AuthMessage.passwordLocked,
                 AuthMessage.clientThrottled,
               ),
               headers: retryAfter,

@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
+import { decodeJwt } from "jose";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../src/auth/devices";
-import { call, JSON_TYPE, jsonOf, PASSWORD, randomEmail, tally, TEXT, textOf, verifiedAccount } from "../helpers";
+import { bearer, call, JSON_TYPE, jsonOf, logIn, me, PASSWORD, randomEmail, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
@@ -13,6 +14,9 @@ import { call, JSON_TYPE, jsonOf, PASSWORD, randomEmail, tally, TEXT, textOf, ve
 const DAY = 24 * 60 * 60 * 1000;
 const LOGIN_LOCKED = "Too many failed login attempts. Please try again later.";
 const INVALID_CREDENTIALS = "Invalid email or password.";
+const WRONG_PASSWORD = "Invalid password.";
+const INVALID_ACCESS = "Invalid or expired access token.";
+const NEW_PASSWORD = "a brand new passphrase";
 
 const LoginAnswer = v.strictObject({
   token: v.string(),
@@ -150,5 +154,62 @@ describe("device tokens (POST /auth/login)", () => {
       body: { token: expect.any(String), refresh_token: expect.any(String), expires_in: 3600, device_token: expect.any(String) },
     });
     expect(await textOf(await loginFrom(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+});
+
+/** The three endpoints that check the caller's password again, each sent with `password`. */
+const recheck = {
+  "change-password": (token: string, password: string) =>
+    call("POST", "/auth/change-password", { current_password: password, new_password: NEW_PASSWORD }, bearer(token)),
+  "change-email": (token: string, password: string) => call("POST", "/auth/change-email", { password, new_email: randomEmail("new") }, bearer(token)),
+  "delete-account": (token: string, password: string) => call("DELETE", "/auth/account", { password }, bearer(token)),
+};
+const recheckNames = Object.keys(recheck) as Array<keyof typeof recheck>;
+
+async function sessionFailures(token: string): Promise<number | null> {
+  return env.DB.prepare("SELECT password_failures FROM sessions WHERE id = ?").bind(String(decodeJwt(token).sid)).first<number>("password_failures");
+}
+
+describe("password re-checks of a session (change-password, change-email, delete-account)", () => {
+  it.each(recheckNames)("%s: of 40 wrong passwords sent together, 5 are checked and the session ends; the rest of the account is untouched", async (name) => {
+    const email = await verifiedAccount();
+    const { token } = await logIn(email);
+    const other = await logIn(email);
+
+    const responses = await Promise.all(Array.from({ length: 40 }, () => recheck[name](token, "not my password")));
+    expect(tally(responses)).toEqual({ 401: 40 });
+    const bodies = await Promise.all(responses.map((response) => response.text()));
+    expect(bodies.filter((body) => body === WRONG_PASSWORD)).toHaveLength(5);
+    expect(bodies.filter((body) => body === INVALID_ACCESS)).toHaveLength(35);
+
+    // That session is over, the right password included; the owner's other session and the address's
+    // login are as they were, and nothing was changed.
+    expect(await textOf(await recheck[name](token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect((await me(token)).status).toBe(401);
+    expect((await me(other.token)).status).toBe(200);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email).first("n")).toBe(0);
+    expect((await loginFrom(email, PASSWORD)).status).toBe(200);
+    expect(await storedUser(email)).not.toBeNull();
+  });
+
+  it("works for the owner's session while the address's login is locked", async () => {
+    const email = await verifiedAccount();
+    const { token } = await logIn(email);
+    expect(tally(await wrongLogins(email, 12))).toEqual({ 401: 10, 429: 2 });
+    expect((await recheck["change-password"](token, PASSWORD)).status).toBe(200);
+  });
+
+  it("gives a right password's claim back: four wrong and any number of right ones keep the session", async () => {
+    const email = await verifiedAccount();
+    const { token } = await logIn(email);
+    for (let i = 0; i < 4; i++) expect((await recheck["change-email"](token, "not my password")).status).toBe(401);
+    expect(await sessionFailures(token)).toBe(4);
+    // Changing to the current address is refused only after the password check.
+    const sameAddress = () => call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(token));
+    for (let i = 0; i < 3; i++) expect((await sameAddress()).status).toBe(400);
+    expect(await sessionFailures(token)).toBe(4);
+    // The fifth wrong one ends it.
+    expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    expect(await sessionFailures(token)).toBeNull();
   });
 });

@@ -1,0 +1,1 @@
+ALTER TABLE `sessions` ADD `password_failures` integer DEFAULT 0 NOT NULL;
