@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deviceLoginFailures, loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
+import { deviceLoginFailures, loginFailures, oneTimeCodes, resetRequests, sessions, users } from "./db/schema";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
 
@@ -16,7 +16,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures, staleDeviceFailures, usedUpCodes, unverifiedAccounts] = await db.batch([
+  const [expiredSessions, staleLoginFailures, staleDeviceFailures, usedUpCodes, expiredResetRequests, unverifiedAccounts] = await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
@@ -32,6 +32,8 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .delete(oneTimeCodes)
       .where(and(ne(oneTimeCodes.purpose, "verify_email"), lt(oneTimeCodes.expiresAt, now - HOUR)))
       .returning({ userId: oneTimeCodes.userId }),
+    // Each request's code counts only its own tries: nothing to keep once it has expired.
+    db.delete(resetRequests).where(lte(resetRequests.expiresAt, now)).returning({ id: resetRequests.id }),
     // Their codes go with them (ON DELETE CASCADE); an unverified account has no sessions or notes.
     db
       .delete(users)
@@ -43,6 +45,7 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     staleLoginFailures: staleLoginFailures.length,
     staleDeviceFailures: staleDeviceFailures.length,
     expiredCodes: usedUpCodes.length,
+    expiredResetRequests: expiredResetRequests.length,
     unverifiedAccounts: unverifiedAccounts.length,
   });
 }

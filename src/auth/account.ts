@@ -1,6 +1,6 @@
 import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
-import { loginFailures, notes, oneTimeCodes, sessions, users } from "../db/schema";
+import { loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword, verifyPassword } from "../lib/password";
@@ -157,6 +157,7 @@ export const account = new Hono<AppEnv>()
       db.delete(sessions).where(and(otherSessions(caller), switchedTo)),
       // Codes mailed to the old address (a password reset, say) must not act on the account any more.
       db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switchedTo)),
+      db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switchedTo)),
       deleteCode(db, caller.userId, "change_email", code),
     ]);
     if (switched.length === 0) {

@@ -31,6 +31,8 @@ export const AuthMessage = {
   resetRequested: "If this email belongs to an account, a password reset code has been sent.",
   resetFieldsRequired: "Email, token and password are required.",
   resetFieldsStrings: "Email, token and password must be strings.",
+  requestIdRequired: "Request id is required: send the request_id of the forgot-password answer.",
+  requestIdString: "Request id must be a string.",
   invalidResetCode: "Invalid or expired reset code.",
   passwordReset: "Password has been reset. You can now log in.",
   codeThrottled: "Too many failed code attempts. Please try again later.",

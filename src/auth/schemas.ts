@@ -111,6 +111,11 @@ export const ResetPasswordBody = body({
   email: lookupEmail(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
   token: code(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
   password: newPassword(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
+  // Any string: one that names no request of the address is simply a wrong code (401).
+  request_id: v.pipe(
+    requiredString(AuthMessage.requestIdRequired, AuthMessage.requestIdString),
+    v.description("The `request_id` of the forgot-password answer whose mail carried the code."),
+  ),
 });
 
 export const ChangePasswordBody = body({

@@ -18,7 +18,7 @@ export const users = sqliteTable("users", {
 });
 
 /** What a one-time code proves when it is entered. */
-export const CODE_PURPOSES = ["verify_email", "reset_password", "change_email"] as const;
+export const CODE_PURPOSES = ["verify_email", "change_email"] as const;
 export type CodePurpose = (typeof CODE_PURPOSES)[number];
 
 /**
@@ -45,6 +45,27 @@ export const oneTimeCodes = sqliteTable(
     newEmail: text("new_email"),
   },
   (table) => [primaryKey({ columns: [table.userId, table.purpose] })],
+);
+
+/**
+ * One row per forgot-password request that mailed a code: the code is bound to the request's id (the
+ * `request_id` of the answer), so a reset needs both, and each request's code has its own tries. Someone
+ * else's guesses with their own request ids can neither void the owner's code nor use up its tries.
+ */
+export const resetRequests = sqliteTable(
+  "reset_requests",
+  {
+    // 128 random bits, base64url: the `request_id` the forgot-password answer carried.
+    id: text("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    code: text("code").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    // Tries claimed against this code; at MAX_CODE_ATTEMPTS it is void.
+    attempts: integer("attempts").notNull().default(0),
+  },
+  (table) => [index("reset_requests_user_id").on(table.userId), index("reset_requests_expires_at").on(table.expiresAt)],
 );
 
 /**

@@ -351,11 +351,18 @@ export function openApiDocument(): Json {
           tags: ["accounts"],
           summary: "Ask for a password reset code",
           description:
-            "Always the same answer, in the same time: a known address (verified or not) gets a 6-digit reset code valid for 15 minutes, " +
-            "mailed after the answer, within the account's mail allowance (one a minute, 5 an hour).",
+            "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
+            "valid for 15 minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance.",
           requestBody: jsonBody(ForgotPasswordBody, { email: "ada@example.com" }),
           responses: {
-            "200": text("Accepted", AuthMessage.resetRequested),
+            "200": json("Accepted", {
+              type: "object",
+              required: ["message", "request_id"],
+              properties: {
+                message: { type: "string", enum: [AuthMessage.resetRequested] },
+                request_id: { type: "string", description: "Opaque; send it to POST /auth/reset-password with the code this request mailed" },
+              },
+            }),
             "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
             ...accountErrors,
           },
@@ -367,14 +374,27 @@ export function openApiDocument(): Json {
           summary: "Set a new password with the reset code",
           description:
             "Sets the password (register's rules), marks the address verified, ends every session and the login lock, and mails a notice. " +
-            "Five wrong codes void the code; 15 tries an hour block resets for the hour.",
-          requestBody: jsonBody(ResetPasswordBody, { email: "ada@example.com", token: "123456", password: "a new long password" }),
+            "The code must come with the `request_id` of the request that mailed it; five wrong tries void that code, and tries with " +
+            "other request ids never touch it.",
+          requestBody: jsonBody(ResetPasswordBody, {
+            email: "ada@example.com",
+            token: "123456",
+            password: "a new long password",
+            request_id: "q7Vb0c2JmXWb1b4u5mJx8A",
+          }),
           responses: {
             "200": text("Password set", AuthMessage.passwordReset),
-            "400": text("Missing or malformed fields", AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings, ...passwordRules, ...badJson),
-            "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidResetCode),
+            "400": text(
+              "Missing or malformed fields",
+              AuthMessage.resetFieldsRequired,
+              AuthMessage.resetFieldsStrings,
+              AuthMessage.requestIdRequired,
+              AuthMessage.requestIdString,
+              ...passwordRules,
+              ...badJson,
+            ),
+            "401": text("Unknown e-mail or request id, wrong, expired or voided code", AuthMessage.invalidResetCode),
             ...accountErrors,
-            "429": { ...text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled), headers: retryAfter },
           },
         },
       },
