@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deviceLoginFailures, loginFailures, oneTimeCodes, resetRequests, sessions, users } from "./db/schema";
+import { deviceLoginFailures, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
 
@@ -16,7 +16,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures, staleDeviceFailures, usedUpCodes, expiredResetRequests, unverifiedAccounts] = await db.batch([
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts] = await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
@@ -34,6 +34,8 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .returning({ userId: oneTimeCodes.userId }),
     // Each request's code counts only its own tries: nothing to keep once it has expired.
     db.delete(resetRequests).where(lte(resetRequests.expiresAt, now)).returning({ id: resetRequests.id }),
+    // An allowance whose hour is over holds nothing a new request would not start afresh.
+    db.delete(resetMailAllowances).where(lt(resetMailAllowances.windowStart, now - HOUR)).returning({ email: resetMailAllowances.email }),
     // Their codes go with them (ON DELETE CASCADE); an unverified account has no sessions or notes.
     db
       .delete(users)
@@ -42,10 +44,11 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
-    staleLoginFailures: staleLoginFailures.length,
-    staleDeviceFailures: staleDeviceFailures.length,
+    staleLoginFailures: staleLogins.length,
+    staleDeviceFailures: staleDevices.length,
     expiredCodes: usedUpCodes.length,
-    expiredResetRequests: expiredResetRequests.length,
+    expiredResetRequests: expiredResets.length,
+    staleResetAllowances: staleResetMails.length,
     unverifiedAccounts: unverifiedAccounts.length,
   });
 }

@@ -1,5 +1,6 @@
 import { and, eq, lte, sql, type AnyColumn, type SQL } from "drizzle-orm";
-import { deviceLoginFailures, loginFailures, users } from "../db/schema";
+import { alias } from "drizzle-orm/sqlite-core";
+import { deviceLoginFailures, loginFailures, resetMailAllowances, users } from "../db/schema";
 import type { Database } from "../types";
 
 /**
@@ -15,6 +16,18 @@ const HOUR = 60 * MINUTE;
 export const MAIL_COOLDOWN_MS = MINUTE;
 /** At most this many such mails per account per hour. */
 export const MAILS_PER_HOUR = 5;
+/**
+ * Reset mails (forgot-password) have an allowance of their own, apart from the account's other mails:
+ * at most this many an hour to one address, whoever asks (the cap against mail-bombing)...
+ */
+export const RESET_MAILS_PER_HOUR = 5;
+/**
+ * ...and of those at most this many an hour, a MAIL_COOLDOWN_MS apart, for any one requesting client
+ * (an IPv4 address or an IPv6 /64): one client cannot use up the owner's reset mails.
+ */
+export const RESET_MAILS_PER_CLIENT_PER_HOUR = 2;
+/** The `client` of an address's own row in reset_mail_allowances. */
+const WHOLE_ADDRESS = "*";
 /** At most this many tries per account per hour at codes of one purpose, across codes. */
 export const CODE_TRIES_PER_HOUR = 15;
 /** Login attempts (failed, or still being checked) that lock an address... */
@@ -157,4 +170,60 @@ export function loginCounter(db: Database, email: string, deviceId: string | und
     lockMs: DEVICE_LOCK_MS,
     release: (claimedLock: number) => releaseDeviceLogin(db, deviceId, claimedLock),
   };
+}
+
+/**
+ * Claims one reset mail to `email` for the request `claim` (a unique id) from `client`, as two statements
+ * for one batch: the address's row first, only when the address has an account, the address has room
+ * and the client has room (cooldown and hourly cap); then the client's row, only if the first claim was
+ * this request's. Batch what the claim pays for after them, under `resetMailClaimed(email, claim)`.
+ */
+export function claimResetMail(db: Database, email: string, client: string, claim: string, now: number) {
+  // Read inside the upsert of the address's row of the same table: under a name of its own.
+  const clientRow = alias(resetMailAllowances, "client_allowance");
+  const clientWindow = claimWindowSql(clientRow.windowStart, clientRow.mailsInWindow, RESET_MAILS_PER_CLIENT_PER_HOUR, now);
+  const clientHasRoom = sql`NOT EXISTS (SELECT 1 FROM ${resetMailAllowances} AS ${sql.identifier("client_allowance")} WHERE ${and(
+    eq(clientRow.email, email),
+    eq(clientRow.client, client),
+  )} AND NOT (${clientRow.lastMailAt} <= ${now - MAIL_COOLDOWN_MS} AND ${clientWindow.hasRoom}))`;
+  const row = (key: string) =>
+    db
+      .select({
+        // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
+        email: sql<string>`${email}`.as("email"),
+        client: sql<string>`${key}`.as("client"),
+        lastMailAt: sql<number>`${now}`.as("last_mail_at"),
+        windowStart: sql<number>`${now}`.as("window_start"),
+        mailsInWindow: sql<number>`1`.as("mails_in_window"),
+        claim: sql<string>`${claim}`.as("claim"),
+      })
+      .from(users);
+  const claimed = (key: string, limit: number, condition: SQL) => {
+    const window = claimWindowSql(resetMailAllowances.windowStart, resetMailAllowances.mailsInWindow, limit, now);
+    return {
+      target: [resetMailAllowances.email, resetMailAllowances.client],
+      set: { lastMailAt: now, windowStart: window.start, mailsInWindow: window.count, claim },
+      setWhere: and(window.hasRoom, condition),
+    };
+  };
+  const ours = resetMailClaimed(email, claim);
+  return [
+    db
+      .insert(resetMailAllowances)
+      .select(row(WHOLE_ADDRESS).where(and(eq(users.email, email), clientHasRoom)))
+      .onConflictDoUpdate(claimed(WHOLE_ADDRESS, RESET_MAILS_PER_HOUR, clientHasRoom)),
+    db
+      .insert(resetMailAllowances)
+      .select(row(client).where(and(eq(users.email, email), ours)))
+      .onConflictDoUpdate(claimed(client, RESET_MAILS_PER_CLIENT_PER_HOUR, ours)),
+  ] as const;
+}
+
+/** The condition that the reset mail to `email` was claimed by the request `claim` (see claimResetMail). */
+export function resetMailClaimed(email: string, claim: string): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${resetMailAllowances} WHERE ${and(
+    eq(resetMailAllowances.email, email),
+    eq(resetMailAllowances.client, WHOLE_ADDRESS),
+    eq(resetMailAllowances.claim, claim),
+  )})`;
 }

@@ -1,32 +1,34 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { loginFailures, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
+import { clientKey } from "../lib/client-key";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";
 import { newSessionId } from "../lib/tokens";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
 import { CODE_TTL_MS, codesMatch, generateCode, MAX_CODE_ATTEMPTS } from "./codes";
-import { claimMail } from "./limits";
+import { claimResetMail, resetMailClaimed } from "./limits";
 import { sendPasswordChangedNotice, sendPasswordResetCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { ForgotPasswordBody, ResetPasswordBody } from "./schemas";
 
 /**
- * Account recovery: a reset code by e-mail, and a new password with it. Each forgot-password request has
+ * Account recovery: a reset code by e-mail, and a new password with it. Reset mails have an allowance
+ * per address and, within it, per requesting client (see claimResetMail). Each forgot-password request has
  * its own id and, when it mails one, its own code (a row of `reset_requests`); a reset names both. So the
  * owner's code has its own MAX_CODE_ATTEMPTS tries, which nobody guessing with another request's id
  * (their own, or one that mailed nothing) can touch, and a right code with another request's id is wrong.
  */
 
 /**
- * The request's code, stored under its id for CODE_TTL_MS, for the account of `email` once its mail
- * allowance is claimed (see claimMail): both in one transaction, so a request that may not mail stores
- * nothing. Returns the account and the code to mail, or nothing.
+ * The request's code, stored under its id for CODE_TTL_MS, for the account of `email` once a reset mail
+ * is claimed for the request (see claimResetMail): all in one transaction, so a request that may not mail
+ * stores nothing. Returns the account and the code to mail, or nothing.
  */
-async function requestResetCode(db: Database, email: string, requestId: string, now: number) {
-  const [[claimed], [issued]] = await db.batch([
-    claimMail(db, eq(users.email, email), now),
+async function requestResetCode(db: Database, email: string, client: string, requestId: string, now: number) {
+  const [, , [issued]] = await db.batch([
+    ...claimResetMail(db, email, client, requestId, now),
     db
       .insert(resetRequests)
       .select(
@@ -40,12 +42,11 @@ async function requestResetCode(db: Database, email: string, requestId: string, 
             attempts: sql<number>`0`.as("attempts"),
           })
           .from(users)
-          // Right after the claim, in the same transaction: the last mail is `now` only if it went through.
-          .where(and(eq(users.email, email), eq(users.lastMailAt, now))),
+          .where(and(eq(users.email, email), resetMailClaimed(email, requestId))),
       )
       .returning({ userId: resetRequests.userId, code: resetRequests.code }),
   ]);
-  return claimed ? issued : undefined;
+  return issued;
 }
 
 /**
@@ -79,7 +80,7 @@ export const recovery = new Hono<AppEnv>()
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
     // timing tells whether the address has an account.
     const requestId = newSessionId();
-    const issued = await requestResetCode(db, email, requestId, Date.now());
+    const issued = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
       c.executionCtx.waitUntil(sendPasswordResetCode(config.smtp, email, issued.code, log));

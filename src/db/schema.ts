@@ -69,6 +69,25 @@ export const resetRequests = sqliteTable(
 );
 
 /**
+ * The reset-mail allowance of an address: one row for the address as a whole (`client` = "*"), the cap
+ * against mail-bombing it, and one per requesting client (see lib/client-key.ts), so that no one client
+ * can use up the owner's reset mails. Each row: the last mail and a fixed one-hour window; `claim` names
+ * the request that claimed last, so the statements batched after the claim can tell whether it was theirs.
+ */
+export const resetMailAllowances = sqliteTable(
+  "reset_mail_allowances",
+  {
+    email: text("email").notNull(),
+    client: text("client").notNull(),
+    lastMailAt: integer("last_mail_at").notNull().default(0),
+    windowStart: integer("window_start").notNull().default(0),
+    mailsInWindow: integer("mails_in_window").notNull().default(0),
+    claim: text("claim").notNull().default(""),
+  },
+  (table) => [primaryKey({ columns: [table.email, table.client] })],
+);
+
+/**
  * Login attempts per e-mail address, registered or not: unknown addresses are counted and locked like
  * real ones, so the answers do not tell which addresses have accounts. `failures` counts the attempts
  * claimed since the last successful login (failed, or still checking the password); a successful login

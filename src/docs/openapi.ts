@@ -352,7 +352,8 @@ export function openApiDocument(): Json {
           summary: "Ask for a password reset code",
           description:
             "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
-            "valid for 15 minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance.",
+            "valid for 15 minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance: 5 an hour, " +
+            "of which one client (an IPv4 address or an IPv6 /64) gets at most 2, a minute apart.",
           requestBody: jsonBody(ForgotPasswordBody, { email: "ada@example.com" }),
           responses: {
             "200": json("Accepted", {
