@@ -1,9 +1,28 @@
 import { env } from "cloudflare:workers";
+import PostalMime from "postal-mime";
 import { decodeJwt } from "jose";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../src/auth/devices";
-import { bearer, call, JSON_TYPE, jsonOf, logIn, me, PASSWORD, randomEmail, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  JSON_TYPE,
+  jsonOf,
+  logIn,
+  mailsTo,
+  me,
+  otherCode,
+  PASSWORD,
+  randomEmail,
+  register,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+  verifiedAccount,
+} from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
@@ -17,6 +36,9 @@ const INVALID_CREDENTIALS = "Invalid email or password.";
 const WRONG_PASSWORD = "Invalid password.";
 const INVALID_ACCESS = "Invalid or expired access token.";
 const NEW_PASSWORD = "a brand new passphrase";
+const RESET_REQUESTED = "If this email belongs to an account, a password reset code has been sent.";
+const INVALID_RESET_CODE = "Invalid or expired reset code.";
+const PASSWORD_RESET = "Password has been reset. You can now log in.";
 
 const LoginAnswer = v.strictObject({
   token: v.string(),
@@ -211,5 +233,204 @@ describe("password re-checks of a session (change-password, change-email, delete
     // The fifth wrong one ends it.
     expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
     expect(await sessionFailures(token)).toBeNull();
+  });
+});
+
+const ForgotAnswer = v.strictObject({ message: v.literal(RESET_REQUESTED), request_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/)) });
+
+/** A client's address, fresh per call, so that per-client counts never carry over between tests. */
+function randomIp(): string {
+  const [a, b, c] = crypto.getRandomValues(new Uint8Array(3));
+  return `10.${a}.${b}.${c}`;
+}
+
+/**
+ * forgot-password from the client `ip`, waiting for the mail it leaves to waitUntil (see callWithEnv):
+ * the answer's status, content type and body, and its request id.
+ */
+async function forgotFrom(email: string, ip: string, bindings: Partial<Env> = {}) {
+  const response = await callWithEnv(bindings, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": ip });
+  const answer = await jsonOf(response);
+  return { answer, requestId: v.parse(ForgotAnswer, answer.body).request_id };
+}
+
+function resetWith(email: string, requestId: string, token: string, password = NEW_PASSWORD, headers: Record<string, string> = {}): Promise<Response> {
+  return call("POST", "/auth/reset-password", { email, request_id: requestId, token, password }, headers);
+}
+
+/** The codes of every reset mail `email` has received, oldest first. */
+async function resetMailCodes(email: string): Promise<string[]> {
+  const codes: string[] = [];
+  for (const mail of await mailsTo(email)) {
+    const text = ((await PostalMime.parse(mail.raw)).text ?? "").trim();
+    const match = /^Your password reset code is: (\d{6})$/.exec(text);
+    if (match) codes.push(match[1]!);
+  }
+  return codes;
+}
+
+/** The tries each of `requestIds` has had at its code (null for a request that stored no code). */
+async function triesOf(requestIds: string[]): Promise<Array<number | null>> {
+  return Promise.all(requestIds.map((id) => env.DB.prepare("SELECT attempts FROM reset_requests WHERE id = ?").bind(id).first<number>("attempts")));
+}
+
+describe("reset codes bound to their request (forgot-password, reset-password)", () => {
+  it("answers every address alike: known, unverified, unknown, and out of mail allowance", async () => {
+    const known = await verifiedAccount();
+    const unverified = randomEmail();
+    await register(unverified);
+    const ip = randomIp();
+    const throttled = await verifiedAccount();
+    await forgotFrom(throttled, ip); // the client's mail to it; the next within the minute sends nothing
+
+    const answers = await Promise.all([known, unverified, randomEmail(), throttled].map((email) => forgotFrom(email, ip)));
+    for (const { answer } of answers) {
+      expect(answer).toEqual({ status: 200, type: JSON_TYPE, body: { message: RESET_REQUESTED, request_id: expect.any(String) } });
+    }
+    expect(new Set(answers.map(({ requestId }) => requestId)).size).toBe(4);
+    expect(await resetMailCodes(throttled)).toHaveLength(1);
+  });
+
+  it("keeps the owner's code whole while 40 wrong guesses run together under other request ids, the owner's code among them", async () => {
+    const email = await verifiedAccount();
+    const owner = await forgotFrom(email, randomIp());
+    const [code] = await resetMailCodes(email);
+    // The attacker's own requests (their mails go to the owner) and ids made up.
+    const attackerIp = randomIp();
+    const attacker = [await forgotFrom(email, attackerIp), await forgotFrom(email, randomIp())].map(({ requestId }) => requestId);
+    const madeUp = ["AAAAAAAAAAAAAAAAAAAAAA", "not a request id"];
+    const ids = [...attacker, ...madeUp];
+
+    const guesses = Array.from({ length: 40 }, (_, i) => resetWith(email, ids[i % ids.length]!, i % 8 === 0 ? code! : otherCode(code!)));
+    const responses = await Promise.all(guesses);
+    expect(tally(responses)).toEqual({ 401: 40 });
+    expect(new Set(await Promise.all(responses.map((response) => response.text())))).toEqual(new Set([INVALID_RESET_CODE]));
+
+    // Five tries at most at each of the attacker's codes, none at the owner's, and the owner's code works.
+    expect(await triesOf([owner.requestId, ...attacker])).toEqual([0, 5, 5]);
+    expect(await textOf(await resetWith(email, owner.requestId, code!))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
+    expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
+  });
+
+  it("compares a code at most 5 times: of 40 wrong guesses and the right code under its own id sent together, the right one is refused", async () => {
+    const email = await verifiedAccount();
+    const { requestId } = await forgotFrom(email, randomIp());
+    const [code] = await resetMailCodes(email);
+    const responses = await Promise.all([...Array.from({ length: 40 }, () => resetWith(email, requestId, otherCode(code!))), resetWith(email, requestId, code!)]);
+    expect(tally(responses)).toEqual({ 401: 41 });
+    expect(await triesOf([requestId])).toEqual([5]);
+    expect((await loginFrom(email, PASSWORD)).status).toBe(200);
+  });
+
+  it("refuses a right code with another request's id, of the same address or another", async () => {
+    const email = await verifiedAccount();
+    const mine = await forgotFrom(email, randomIp());
+    const [code] = await resetMailCodes(email);
+    const other = await forgotFrom(email, randomIp());
+    const elsewhere = await forgotFrom(await verifiedAccount(), randomIp());
+    for (const requestId of [other.requestId, elsewhere.requestId]) {
+      expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    }
+    // A request id of another address does not even reach that address's code.
+    expect(await triesOf([mine.requestId, other.requestId, elsewhere.requestId])).toEqual([0, 1, 0]);
+    expect((await resetWith(email, mine.requestId, code!)).status).toBe(200);
+  });
+});
+
+describe("reset mail the attacker cannot use up (forgot-password)", () => {
+  it("mails one client once for 40 requests sent together, and still mails the owner from another client", async () => {
+    const email = await verifiedAccount();
+    const ip = randomIp();
+    const answers = await Promise.all(Array.from({ length: 40 }, () => forgotFrom(email, ip)));
+    expect(answers.every(({ answer }) => answer.status === 200)).toBe(true);
+    expect(await resetMailCodes(email)).toHaveLength(1);
+
+    const owner = await forgotFrom(email, randomIp());
+    const codes = await resetMailCodes(email);
+    expect(codes).toHaveLength(2);
+    expect((await resetWith(email, owner.requestId, codes[1]!)).status).toBe(200);
+  });
+
+  it("counts all addresses of one IPv6 /64 as one client: 40 requests from 40 of them mail once", async () => {
+    const email = await verifiedAccount();
+    const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
+    await Promise.all(Array.from({ length: 40 }, (_, i) => forgotFrom(email, `${prefix}::${(i + 1).toString(16)}`)));
+    expect(await resetMailCodes(email)).toHaveLength(1);
+  });
+
+  it("caps the address at 5 reset mails an hour whoever asks: 40 clients at once get 5 mails", async () => {
+    const email = await verifiedAccount();
+    await Promise.all(Array.from({ length: 40 }, () => forgotFrom(email, randomIp())));
+    expect(await resetMailCodes(email)).toHaveLength(5);
+    expect(await env.DB.prepare("SELECT mails_in_window FROM reset_mail_allowances WHERE email = ? AND client = '*'").bind(email).first("mails_in_window")).toBe(5);
+  });
+
+  it("stores nothing for an address without an account", async () => {
+    const unknown = randomEmail();
+    await forgotFrom(unknown, randomIp());
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM reset_mail_allowances WHERE email = ?").bind(unknown).first("n")).toBe(0);
+  });
+});
+
+describe("the lock-out script, replayed", () => {
+  it("leaves the owner able to log in from their device and reset with their own code, and the attacker no more than the stated guesses", async () => {
+    // The owner: an account, a device that has logged in, and two live sessions.
+    const email = await verifiedAccount();
+    const { device_token: ownersDevice, token: ownersSession } = await loggedIn(email);
+    const stolen = await loggedIn(email);
+
+    // The attacker knows the address only, and sends from one IPv4 address with the per-client limiter
+    // on (30 requests a minute): 10 wrong logins, 3 forgot-password calls, 15 wrong reset codes and 2
+    // more forgot-password calls, 30 requests in all, each group as one burst.
+    const attackerIp = randomIp();
+    const asAttacker = { "CF-Connecting-IP": attackerIp };
+    const withLimiter = (method: string, path: string, body: unknown) => callWithEnv({ RATE_LIMITS: "on" }, method, path, body, asAttacker);
+    const logins = await Promise.all(Array.from({ length: 10 }, () => withLimiter("POST", "/auth/login", { email, password: "wrong password" })));
+    expect(tally(logins)).toEqual({ 401: 10 });
+    const firstForgets = await Promise.all(Array.from({ length: 3 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })));
+    const attackerIds = firstForgets.map(({ requestId }) => requestId);
+    const guesses = await Promise.all(
+      Array.from({ length: 15 }, (_, i) =>
+        withLimiter("POST", "/auth/reset-password", { email, request_id: attackerIds[i % 3], token: String(100_000 + i), password: NEW_PASSWORD }),
+      ),
+    );
+    expect(tally(guesses)).toEqual({ 401: 15 });
+    const laterForgets = await Promise.all(Array.from({ length: 2 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })));
+    for (const { answer } of [...firstForgets, ...laterForgets]) expect(answer.status).toBe(200);
+    // And with an access token stolen from one of the owner's sessions: 40 wrong password re-checks.
+    const rechecks = await Promise.all(Array.from({ length: 40 }, (_, i) => recheck[recheckNames[i % 3]!](stolen.token, "not my password")));
+    expect(tally(rechecks)).toEqual({ 401: 40 });
+
+    // What the attacker got: the address's 10 password checks, 5 on the stolen session (which is over),
+    // at most 5 tries at each code their own requests had mailed, and at most 2 of the owner's reset mails.
+    expect((await loginFrom(email, PASSWORD)).status).toBe(429);
+    expect(await sessionFailures(stolen.token)).toBeNull();
+    const rechecked = await Promise.all(rechecks.map((response) => response.text()));
+    expect(rechecked.filter((body) => body === WRONG_PASSWORD)).toHaveLength(5);
+    const attackerMails = await resetMailCodes(email);
+    expect(attackerMails.length).toBeLessThanOrEqual(2);
+    const tries = await triesOf([...attackerIds, ...laterForgets.map(({ requestId }) => requestId)]);
+    const triedCodes = tries.filter((count) => count !== null);
+    expect(triedCodes).toHaveLength(attackerMails.length);
+    expect(triedCodes.every((count) => count! <= 5)).toBe(true);
+
+    // The owner: logs in from the device that logged in before...
+    const again = await loggedIn(email, ownersDevice);
+    expect((await me(again.token)).status).toBe(200);
+    // ...still passes the password re-check from a live session (changing to the current address is
+    // refused only after the check)...
+    expect(await textOf(await call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(ownersSession)))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: "The new email is the current one.",
+    });
+    // ...and resets with the code they asked for, from their own connection.
+    const owner = await forgotFrom(email, randomIp());
+    const codes = await resetMailCodes(email);
+    expect(codes).toHaveLength(attackerMails.length + 1);
+    expect(await textOf(await resetWith(email, owner.requestId, codes.at(-1)!))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
+    expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect((await loginFrom(email, NEW_PASSWORD, ownersDevice)).status).toBe(200);
+    expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });
 });
