@@ -9,7 +9,7 @@ import { verifyPassword } from "../lib/password";
 import { readRefreshToken } from "../lib/tokens";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { issueDeviceToken, readDeviceToken } from "./devices";
+import { issueDeviceToken, maybeDeviceToken, readDeviceToken } from "./devices";
 import { loginCounter } from "./limits";
 import { AuthMessage } from "./messages";
 import { LoginBody, RefreshBody } from "./schemas";
@@ -36,7 +36,7 @@ function jwtSecretOf(c: Context<AppEnv>): string {
  * account has one, ends here once it is verified): creates the session, only while the account still has
  * the password hash that was checked, with `alongside` (what the check's claim releases) in the same
  * transaction, and answers with the tokens and the device's token (renewed for the device it came from,
- * or a new device's). Nothing is stored for the device token (see devices.ts).
+ * or a new device's), bound to that password hash. Nothing is stored for the device token (see devices.ts).
  */
 export async function openSession(
   c: Context<AppEnv>,
@@ -55,7 +55,7 @@ export async function openSession(
   log.info("session_created", { userId: account.id, sessionId: session.id });
   const [tokens, deviceToken] = await Promise.all([
     sessionTokens({ userId: account.id, sessionId: session.id }, 0, secret, log),
-    issueDeviceToken(secret, account.email, now, deviceId),
+    issueDeviceToken(secret, account.email, account.checkedHash, now, deviceId),
   ]);
   return c.json({ ...tokens, device_token: deviceToken }, 200);
 }
@@ -66,7 +66,13 @@ export const sessionRoutes = new Hono<AppEnv>()
     const { email, password, device_token: deviceToken } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
-    const deviceId = await readDeviceToken(deviceToken, email, jwtSecretOf(c), now);
+    // A device token is bound to the account's password hash (see devices.ts): only a login that sends
+    // one reads the hash first, to know whose attempt to claim.
+    let deviceId: string | undefined;
+    if (maybeDeviceToken(deviceToken, now)) {
+      const [account] = await db.select({ password: users.password }).from(users).where(eq(users.email, email));
+      deviceId = await readDeviceToken(deviceToken, email, account?.password, jwtSecretOf(c), now);
+    }
     const counter = loginCounter(db, email, deviceId, now);
 
     // One round trip: claim the attempt (before bcrypt, see claimLogin), read the account, and read the

@@ -165,7 +165,7 @@ export function openApiDocument(): Json {
             device_token: {
               type: "string",
               description:
-                "Opaque, good for 180 days: send it with this device's next logins (`device_token`), which are then judged on this device's own failed logins, not refused for the address's lock.",
+                "Opaque, good for 180 days or until the password changes: send it with this device's next logins (`device_token`), which are then judged on this device's own failed logins, not refused for the address's lock.",
             },
           },
         },

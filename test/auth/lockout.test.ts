@@ -161,9 +161,19 @@ describe("device tokens (POST /auth/login)", () => {
 
   it("counts an expired token for nothing", async () => {
     const email = await verifiedAccount();
-    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, email, Date.now() - 181 * DAY);
+    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, email, (await storedUser(email))!.password, Date.now() - 181 * DAY);
     expect(tally(await wrongLogins(email, 11, expired))).toEqual({ 401: 10, 429: 1 });
     expect((await loginFrom(email, PASSWORD, expired)).status).toBe(429);
+  });
+
+  it("counts a token from before a password change for nothing: a new password ends every device token", async () => {
+    const email = await verifiedAccount();
+    const { device_token: device, token } = await loggedIn(email);
+    const change = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, bearer(token));
+    expect(change.status).toBe(200);
+    expect(tally(await wrongLogins(email, 12, device))).toEqual({ 401: 10, 429: 2 });
+    expect(await textOf(await loginFrom(email, NEW_PASSWORD, device))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+    expect(await deviceRow(device)).toBeNull();
   });
 
   it("answers a login without device_token as before, with device_token added to the 200", async () => {
