@@ -1,17 +1,21 @@
 /**
  * `npm run dev`: local development with no setup and no mail account.
  *   1. creates `.dev.vars` from `.dev.vars.example` on first run, with a random JWT secret;
- *   2. applies the D1 migrations to the local database;
- *   3. starts the mail catcher when SMTP_HOST is local, so verification codes show up here;
- *   4. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`).
+ *   2. stops with a clear message when the worker's port or the mail catcher's is taken (most often by
+ *      another `npm run dev`), rather than letting wrangler move to another port while the mail goes to
+ *      the other instance's catcher;
+ *   3. applies the D1 migrations to the local database, printing one line (everything on failure);
+ *   4. starts the mail catcher when SMTP_HOST is local, so verification codes show up here;
+ *   5. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { constants } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
-import { startMailCatcher, type MailCatcher } from "./mail-catcher.ts";
+import { startMailCatcher } from "./mail-catcher.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(root);
@@ -19,6 +23,8 @@ process.chdir(root);
 // Run wrangler's JS entry with this same Node (22), not through the `.bin` shim: the shim finds
 // `node` on PATH, which is the system Node 20 when this script is not started by npm.
 const wrangler = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+// wrangler dev's own default (wrangler.toml sets no [dev] port).
+const DEFAULT_WORKER_PORT = 8787;
 
 function createDevVars(): void {
   if (existsSync(".dev.vars")) return;
@@ -33,30 +39,89 @@ function createDevVars(): void {
   }
 }
 
-function applyMigrations(): void {
-  // stdin is not a terminal, so wrangler skips its confirmation prompt (it answers yes, as in CI).
-  const result = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], {
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  if (result.status !== 0) {
-    console.error("[dev] Applying the local D1 migrations failed; not starting the worker.");
-    process.exit(result.status ?? 1);
+/** The value of `--name value` or `--name=value` among wrangler's arguments, if given. */
+function argument(args: string[], name: string): string | undefined {
+  for (const [i, arg] of args.entries()) {
+    if (arg === name) return args[i + 1];
+    if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1);
   }
+  return undefined;
 }
 
-async function maybeStartCatcher(): Promise<MailCatcher | null> {
+/** Whether something already listens on host:port: we try to listen there ourselves, and let go at once. */
+async function portInUse(host: string, port: number): Promise<boolean> {
+  const server = createServer();
+  return new Promise((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) => (err.code === "EADDRINUSE" ? resolve(true) : reject(err)));
+    server.listen(port, host, () => server.close(() => resolve(false)));
+  });
+}
+
+function fail(lines: string[]): never {
+  console.error(lines.map((line) => `[dev] ${line}`).join("\n"));
+  process.exit(1);
+}
+
+/** The mail catcher's address when `.dev.vars` sends mail to this machine, else null (real SMTP). */
+function catcherAddress(): { host: string; port: number } | null {
   const vars = parseEnv(readFileSync(".dev.vars", "utf8"));
   const host = vars.SMTP_HOST?.trim() ?? "";
   if (host !== "127.0.0.1" && host !== "localhost") return null;
   const port = Number(vars.SMTP_PORT ?? 2525);
-  return startMailCatcher(host, port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) fail([`SMTP_PORT in .dev.vars is not a port number: ${vars.SMTP_PORT}`]);
+  return { host, port };
+}
+
+/**
+ * wrangler moves to the next free port without asking when its port is taken, and the worker would then
+ * mail a catcher this script does not own: stop before anything starts, and say why.
+ */
+async function checkPorts(args: string[], catcher: { host: string; port: number } | null): Promise<void> {
+  const ip = argument(args, "--ip") ?? "127.0.0.1";
+  const port = Number(argument(args, "--port") ?? DEFAULT_WORKER_PORT);
+  if (Number.isInteger(port) && port > 0 && (await portInUse(ip === "localhost" ? "127.0.0.1" : ip, port))) {
+    fail([
+      `port ${port} is in use: is another \`npm run dev\` running? Stop it, or pick another port: npm run dev -- --port ${port + 1}`,
+      ...(catcher ? ["(a second instance also needs its own mail catcher port: another SMTP_PORT in .dev.vars)"] : []),
+    ]);
+  }
+  if (catcher && (await portInUse(catcher.host, catcher.port))) {
+    fail([
+      `the mail catcher's port ${catcher.port} (SMTP_PORT in .dev.vars) is in use: is another \`npm run dev\` running?`,
+      "Its catcher would receive this worker's mail. Stop it, or set another SMTP_PORT in .dev.vars.",
+    ]);
+  }
+}
+
+/** One line when all goes well; wrangler's whole output (its tables) only when something fails. */
+function applyMigrations(): void {
+  // stdin is not a terminal, so wrangler skips its confirmation prompt (it answers yes, as in CI).
+  const result = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], {
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+  });
+  const output = `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? `${String(result.error)}\n` : ""}`;
+  if (result.status !== 0) {
+    console.error(output);
+    fail(["Applying the local D1 migrations failed (wrangler's output above); not starting the worker."]);
+  }
+  // Without a terminal wrangler prints its status table again after each migration: count names once.
+  const applied = [...new Set(Array.from(output.matchAll(/│ (\S+\.sql)\s+│ ✅/g), (match) => match[1]))];
+  if (applied.length === 1) console.log(`[dev] D1: 1 migration applied (${applied[0]}).`);
+  else if (applied.length > 1) console.log(`[dev] D1: ${applied.length} migrations applied (${applied[0]} to ${applied.at(-1)}).`);
+  else if (output.includes("No migrations to apply")) console.log("[dev] D1: up to date, no migration to apply.");
+  else console.log(output); // neither: show what wrangler said rather than guess
 }
 
 createDevVars();
+const wranglerArgs = process.argv.slice(2);
+const catcherAt = catcherAddress();
+await checkPorts(wranglerArgs, catcherAt);
 applyMigrations();
-const catcher = await maybeStartCatcher();
+const catcher = catcherAt && (await startMailCatcher(catcherAt.host, catcherAt.port));
+if (catcherAt && !catcher) fail(["Not starting the worker without its mail catcher (see the warning above)."]);
 
-const child = spawn(process.execPath, [wrangler, "dev", ...process.argv.slice(2)], { stdio: "inherit" });
+const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs], { stdio: "inherit" });
 
 // On Ctrl+C the terminal signals wrangler too; forwarding matters when only this process is signalled.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

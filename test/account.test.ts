@@ -1,10 +1,12 @@
 import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { maskEmail } from "../src/lib/log";
 import {
   bearer,
   call,
   callWithEnv,
+  captureLogs,
   fireCron,
   JSON_TYPE,
   jsonOf,
@@ -281,6 +283,10 @@ function heldLogin(email: string, password = PASSWORD) {
   return holdRequest(/^insert into "sessions"/i, (db) => callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }));
 }
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
 describe("holdRequest (the helper the race tests rely on)", () => {
   it("changes nothing but the timing: a login held and released with nothing in between logs in", async () => {
     const email = await account();
@@ -349,7 +355,12 @@ describe("POST /auth/forgot-password", () => {
     await pastCooldown(email);
     await from("192.0.2.1");
     await pastCooldown(email);
+    const logs = captureLogs();
     await from("192.0.2.1");
+    expect(logs.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([
+      expect.objectContaining({ level: "info", reason: "client_hourly_cap", email: maskEmail(email), retryAfterSeconds: expect.any(Number) }),
+    ]);
+    vi.restoreAllMocks();
     expect(await resetMails()).toBe(2);
 
     // Other clients share what is left of the address's five.
@@ -359,8 +370,35 @@ describe("POST /auth/forgot-password", () => {
     }
     expect(await resetMails()).toBe(5);
     await pastCooldown(email);
+    const capped = captureLogs();
     expect(await jsonOf(await from("192.0.2.3"))).toEqual(ACCEPTED);
+    expect(capped.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([
+      expect.objectContaining({ reason: "address_hourly_cap", email: maskEmail(email) }),
+    ]);
+    vi.restoreAllMocks();
     expect(await resetMails()).toBe(5);
+  });
+
+  it("logs the reset mail it skipped within a minute of the client's last one, with the address masked", async () => {
+    const email = await account();
+    await forgotAndSettle(email);
+    const logs = captureLogs();
+    expect((await forgotAndSettle(email)).status).toBe(200);
+    const skipped = logs.filter((line) => line.event === "password_reset_mail_skipped");
+    expect(skipped).toEqual([
+      expect.objectContaining({ level: "info", reason: "client_cooldown", email: maskEmail(email), retryAfterSeconds: expect.any(Number) }),
+    ]);
+    expect(skipped[0]?.retryAfterSeconds).toBeGreaterThan(0);
+    expect(skipped[0]?.retryAfterSeconds).toBeLessThanOrEqual(60);
+    expect(JSON.stringify(logs)).not.toContain(email);
+    vi.restoreAllMocks();
+    expect(await mailsWithSubject(email, Subject.reset)).toHaveLength(1);
+  });
+
+  it("logs nothing skipped for an unknown address (there is no mail to skip)", async () => {
+    const logs = captureLogs();
+    expect((await forgotAndSettle(randomEmail())).status).toBe(200);
+    expect(logs.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([]);
   });
 
   it.each([

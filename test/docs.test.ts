@@ -62,6 +62,18 @@ describe("GET /docs", () => {
   });
 });
 
+describe("GET /", () => {
+  it("redirects to the /docs page", async () => {
+    // Through the app's fetch as a client sends it, but without following the redirect.
+    const response = await exports.default.fetch(new Request(`${BASE}/`, { redirect: "manual" }));
+    expect(response.status).toBe(302);
+    expect(response.headers.get("location")).toBe("/docs");
+    const page = await call("GET", "/docs");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=UTF-8");
+  });
+});
+
 describe("typed client (hc<AppType>)", () => {
   const client = hc<AppType>(BASE, { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
 

@@ -13,7 +13,7 @@ afterEach(() => {
 });
 
 describe("unknown paths", () => {
-  it.each(["/", "/nope", "/notes/1/extra", "/notes/"])("returns 404 JSON for %s", async (path) => {
+  it.each(["/nope", "/docs/extra", "/notes/1/extra", "/notes/"])("returns 404 JSON for %s", async (path) => {
     const response = await call("GET", path);
     expect(response.status).toBe(404);
     expect(response.headers.get("content-type")).toBe(JSON_TYPE);

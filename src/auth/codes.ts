@@ -83,10 +83,14 @@ export function issueCode(db: Database, purpose: CodePurpose, now: number, accou
     .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code });
 }
 
+/** Why an account's mail was not sent: its cooldown since the last mail, or its hourly cap. */
+export type MailSkipped = "mail_cooldown" | "hourly_mail_cap";
+
 /**
  * A code to mail, in one round trip: claims one mail of the allowance of the account `account` selects
  * (see claimMail) and, only if that claim succeeded, issues the code of `purpose`. `issued` is what to
- * mail; without it, `waitMs` tells how long the allowance is used up (0: no such account).
+ * mail; without it, `waitMs` tells how long the allowance is used up (0: no such account) and `skipped`
+ * which part of it.
  */
 export async function codeToMail(
   db: Database,
@@ -94,7 +98,7 @@ export async function codeToMail(
   purpose: CodePurpose,
   now: number,
   newEmail: string | null = null,
-): Promise<{ issued?: { userId: number; code: string }; waitMs: number }> {
+): Promise<{ issued?: { userId: number; code: string }; waitMs: number; skipped?: MailSkipped }> {
   const [[claimed], [issued], [state]] = await db.batch([
     claimMail(db, account, now),
     // Runs in the same transaction right after the claim: the account's last mail is `now` only if the
@@ -103,8 +107,10 @@ export async function codeToMail(
     db.select({ lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow }).from(users).where(account),
   ]);
   if (claimed && issued) return { issued, waitMs: 0 };
+  if (!state) return { waitMs: 0 };
   // Lost the claim to a concurrent request that just mailed: a full cooldown.
-  return { waitMs: state ? mailWait(state.lastMailAt, state, now) || MAIL_COOLDOWN_MS : 0 };
+  const waitMs = mailWait(state.lastMailAt, state, now) || MAIL_COOLDOWN_MS;
+  return { waitMs, skipped: state.lastMailAt > now - MAIL_COOLDOWN_MS ? "mail_cooldown" : "hourly_mail_cap" };
 }
 
 export type CodeClaim =

@@ -227,3 +227,37 @@ export function resetMailClaimed(email: string, claim: string): SQL {
     eq(resetMailAllowances.claim, claim),
   )})`;
 }
+
+/** The reset-mail allowance rows of `email`: the address's and the client's (see claimResetMail). */
+export function resetMailAllowance(db: Database, email: string, client: string) {
+  return db
+    .select({
+      client: resetMailAllowances.client,
+      lastMailAt: resetMailAllowances.lastMailAt,
+      start: resetMailAllowances.windowStart,
+      count: resetMailAllowances.mailsInWindow,
+    })
+    .from(resetMailAllowances)
+    .where(and(eq(resetMailAllowances.email, email), sql`${resetMailAllowances.client} IN (${WHOLE_ADDRESS}, ${client})`));
+}
+
+export type ResetMailSkipped = "client_cooldown" | "client_hourly_cap" | "address_hourly_cap";
+
+/**
+ * Which part of the reset-mail allowance held a mail back, and for how long, from the rows as the claim
+ * left them. A claim lost to a concurrent request of the same client counts as that client's cooldown.
+ */
+export function resetMailWait(
+  rows: Array<{ client: string; lastMailAt: number } & Window>,
+  client: string,
+  now: number,
+): { reason: ResetMailSkipped; waitMs: number } {
+  const ofClient = rows.find((row) => row.client === client);
+  const ofAddress = rows.find((row) => row.client === WHOLE_ADDRESS);
+  const clientCap = ofClient ? windowWait(ofClient, RESET_MAILS_PER_CLIENT_PER_HOUR, now) : 0;
+  const addressCap = ofAddress ? windowWait(ofAddress, RESET_MAILS_PER_HOUR, now) : 0;
+  if (clientCap > 0) return { reason: "client_hourly_cap", waitMs: clientCap };
+  if (addressCap > 0) return { reason: "address_hourly_cap", waitMs: addressCap };
+  const cooldown = ofClient ? ofClient.lastMailAt + MAIL_COOLDOWN_MS - now : 0;
+  return { reason: "client_cooldown", waitMs: Math.max(cooldown, 0) || MAIL_COOLDOWN_MS };
+}

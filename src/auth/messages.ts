@@ -1,4 +1,4 @@
-/** Every plain-text answer of the accounts area, worded as the contract and the README give them. */
+/** Every plain-text answer of the accounts area, worded as the contract gives them (docs/api.md lists them all). */
 export const AuthMessage = {
   // From the spec.
   userExists: "User with this email already exists.",
@@ -8,7 +8,7 @@ export const AuthMessage = {
   emailVerified: "Email verified successfully.",
   invalidCredentials: "Invalid email or password.",
   notVerified: "Email not verified. Please check your inbox.",
-  // Our decisions where the spec is silent (see the README).
+  // Our decisions where the spec is silent (see docs/api.md#errors).
   emailAndPasswordRequired: "Email and password are required.",
   emailAndPasswordStrings: "Email and password must be strings.",
   emailAndTokenStrings: "Email and token must be strings.",

@@ -8,7 +8,7 @@ import { newSessionId } from "../lib/tokens";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
 import { CODE_TTL_MS, codesMatch, generateCode, MAX_CODE_ATTEMPTS } from "./codes";
-import { claimResetMail, resetMailClaimed } from "./limits";
+import { claimResetMail, resetMailAllowance, resetMailClaimed, resetMailWait } from "./limits";
 import { sendPasswordChangedNotice, sendPasswordResetCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { ForgotPasswordBody, ResetPasswordBody } from "./schemas";
@@ -24,10 +24,11 @@ import { ForgotPasswordBody, ResetPasswordBody } from "./schemas";
 /**
  * The request's code, stored under its id for CODE_TTL_MS, for the account of `email` once a reset mail
  * is claimed for the request (see claimResetMail): all in one transaction, so a request that may not mail
- * stores nothing. Returns the account and the code to mail, or nothing.
+ * stores nothing. Returns the account and the code to mail, or, for an account whose allowance held the
+ * mail back, why and for how long (the allowance as the batch left it).
  */
 async function requestResetCode(db: Database, email: string, client: string, requestId: string, now: number) {
-  const [, , [issued]] = await db.batch([
+  const [, , [issued], [account], allowances] = await db.batch([
     ...claimResetMail(db, email, client, requestId, now),
     db
       .insert(resetRequests)
@@ -45,8 +46,11 @@ async function requestResetCode(db: Database, email: string, client: string, req
           .where(and(eq(users.email, email), resetMailClaimed(email, requestId))),
       )
       .returning({ userId: resetRequests.userId, code: resetRequests.code }),
+    db.select({ id: users.id }).from(users).where(eq(users.email, email)),
+    resetMailAllowance(db, email, client),
   ]);
-  return issued;
+  if (issued) return { issued };
+  return { skipped: account ? resetMailWait(allowances, client, now) : undefined };
 }
 
 /**
@@ -80,10 +84,14 @@ export const recovery = new Hono<AppEnv>()
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
     // timing tells whether the address has an account.
     const requestId = newSessionId();
-    const issued = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
+    const { issued, skipped } = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
       c.executionCtx.waitUntil(sendPasswordResetCode(config.smtp, email, issued.code, log));
+    } else if (skipped) {
+      // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
+      // otherwise looks like a lost mail.
+      log.info("password_reset_mail_skipped", { reason: skipped.reason, email: maskEmail(email), retryAfterSeconds: Math.ceil(skipped.waitMs / 1000) });
     }
     return c.json({ message: AuthMessage.resetRequested, request_id: requestId }, 200);
   })

@@ -550,6 +550,13 @@ export function openApiDocument(): Json {
           responses: { "204": { description: "Deleted" }, "400": badNoteId, "404": noteNotFound, "429": noteWriteErrors["429"], ...notesErrors },
         },
       },
+      "/": {
+        get: {
+          tags: ["docs"],
+          summary: "Redirects to /docs",
+          responses: { "302": { description: "To the interactive reference", headers: { Location: { description: "`/docs`", schema: { type: "string" } } } } },
+        },
+      },
       "/openapi.json": {
         get: { tags: ["docs"], summary: "This document", responses: { "200": json("OpenAPI 3.1", { type: "object" }) } },
       },

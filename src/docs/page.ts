@@ -55,6 +55,13 @@ export const DOCS_HTML = `<!doctype html>
   // Descriptions use \`code\` spans: shown as <code>, never parsed as HTML.
   const rich = (text) => String(text || "").split("\u0060").map((part, i) => (i % 2 ? el("code", { textContent: part }) : part));
   document.getElementById("description").replaceChildren(...rich(spec.info.description));
+  // A local reference ("#/components/parameters/Bookmark") is replaced by what it points at.
+  const resolve = (node) => {
+    for (let seen = 0; node && typeof node.$ref === "string" && seen < 10; seen++) {
+      node = node.$ref.slice(node.$ref.indexOf("/") + 1).split("/").reduce((at, key) => at && at[key.replace(/~1/g, "/").replace(/~0/g, "~")], spec);
+    }
+    return node;
+  };
   const sections = new Map();
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const method of ["get", "post", "patch", "delete"]) {
@@ -65,7 +72,8 @@ export const DOCS_HTML = `<!doctype html>
         sections.set(tag, el("section", { id: "tag-" + tag }, el("h2", { textContent: tag })));
         main.append(sections.get(tag));
       }
-      sections.get(tag).append(operation(method.toUpperCase(), path, op, [...(item.parameters || []), ...(op.parameters || [])]));
+      const parameters = [...(item.parameters || []), ...(op.parameters || [])].map(resolve).filter(Boolean);
+      sections.get(tag).append(operation(method.toUpperCase(), path, op, parameters));
     }
   }
 
@@ -74,32 +82,36 @@ export const DOCS_HTML = `<!doctype html>
     const fields = parameters.map((p) => {
       const input = el("input", { name: p.name, placeholder: p.in === "path" ? "required" : "optional" });
       input.dataset.in = p.in;
-      return el("div", {}, el("label", { textContent: p.name + " (" + p.in + ")" + (p.description ? " — " + p.description : "") }), input);
+      return el("div", {}, el("label", {}, p.name + " (" + p.in + ")", ...(p.description ? [" — ", ...rich(p.description)] : [])), input);
     });
-    const media = op.requestBody && op.requestBody.content["application/json"];
+    const requestBody = resolve(op.requestBody);
+    const media = requestBody && requestBody.content && requestBody.content["application/json"];
     const body = media ? el("textarea", { name: "body", value: JSON.stringify(media.example, null, 2) }) : null;
     const result = el("pre", { className: "result", hidden: true });
     const send = el("button", { type: "button", textContent: "Send request" });
     send.addEventListener("click", async () => {
       let url = path;
       const query = new URLSearchParams();
+      const headers = {};
       for (const input of send.parentElement.querySelectorAll("input[data-in]")) {
         if (input.dataset.in === "path") url = url.replace("{" + input.name + "}", encodeURIComponent(input.value));
-        else if (input.value !== "") query.set(input.name, input.value);
+        else if (input.value === "") continue;
+        else if (input.dataset.in === "header") headers[input.name] = input.value;
+        else if (input.dataset.in === "query") query.set(input.name, input.value);
       }
       if (String(query)) url += "?" + query;
-      const headers = {};
       if (body) headers["Content-Type"] = "application/json";
       const token = document.getElementById("bearer").value.trim();
       if (token) headers.Authorization = "Bearer " + token;
       result.hidden = false;
       result.textContent = "…";
+      delete result.dataset.status; // set again once this answer is shown
       try {
         const response = await fetch(url, { method, headers, body: body ? body.value : undefined });
         const text = await response.text();
         let shown = text;
         try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch {}
-        const extra = ["content-type", "link", "retry-after"].filter((h) => response.headers.get(h)).map((h) => h + ": " + response.headers.get(h));
+        const extra = ["content-type", "link", "retry-after", "x-d1-bookmark"].filter((h) => response.headers.get(h)).map((h) => h + ": " + response.headers.get(h));
         result.textContent = method + " " + url + "\\n" + response.status + " " + response.statusText + "\\n" + extra.join("\\n") + "\\n\\n" + shown;
         result.dataset.status = String(response.status);
         if (method === "POST" && path === "/auth/login" && response.ok) document.getElementById("bearer").value = JSON.parse(text).token;
@@ -107,7 +119,8 @@ export const DOCS_HTML = `<!doctype html>
         result.textContent = "Request failed: " + err;
       }
     });
-    const responses = el("table", {}, ...Object.entries(op.responses).map(([status, r]) => {
+    const responses = el("table", {}, ...Object.entries(op.responses).map(([status, reference]) => {
+      const r = resolve(reference) || {};
       const content = r.content && Object.values(r.content)[0];
       const example = content && content.example !== undefined ? (typeof content.example === "string" ? content.example : JSON.stringify(content.example)) : "";
       return el("tr", {}, el("td", { className: "status", textContent: status }), el("td", {}, ...rich(r.description)), el("td", {}, example ? el("code", { textContent: example }) : ""));

@@ -12,7 +12,7 @@ export const NoteMessage = {
   // From the spec.
   invalidId: "Invalid note id",
   notFound: "Note not found",
-  // Our decisions where the spec is silent (see the README).
+  // Our decisions where the spec is silent (see docs/api.md#errors).
   titleRequired: "title is required and must be a string",
   contentRequired: "content is required and must be a string",
   titleNotString: "title must be a string",
