@@ -1,1 +1,0 @@
-ALTER TABLE `sessions` ADD `password_failures` integer DEFAULT 0 NOT NULL;
