@@ -4,10 +4,12 @@ import { deviceLoginFailures, loginFailures, resetMailAllowances, users } from "
 import type { Database } from "../types";
 
 /**
- * Per-account limits against guessing codes, spraying passwords and mail flooding. They live in D1
- * (strongly consistent) because they must be exact, and each is decided by the one conditional write
- * that claims it, before any slow work: concurrent requests cannot slip past a value read earlier. The
- * per-client limiter is the coarse outer layer.
+ * Per-account limits against guessing codes, spraying passwords and mail flooding, each keyed so that
+ * someone who knows only an address cannot turn it against the owner (address, device, session, request
+ * or requesting client: see docs/security-lockout.md). They live in D1 (strongly consistent) because they
+ * must be exact, and each is decided by the one conditional write that claims it, before any slow work:
+ * concurrent requests cannot slip past a value read earlier. The per-client limiter is the coarse outer
+ * layer.
  */
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
