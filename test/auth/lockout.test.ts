@@ -8,6 +8,7 @@ import {
   bearer,
   call,
   callWithEnv,
+  fireCron,
   JSON_TYPE,
   jsonOf,
   logIn,
@@ -442,5 +443,25 @@ describe("the lock-out script, replayed", () => {
     expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
     expect((await loginFrom(email, NEW_PASSWORD, ownersDevice)).status).toBe(200);
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
+  });
+});
+
+describe("the hourly clean-up of what these limits keep", () => {
+  it("deletes device runs nobody has added to for a day, expired reset requests and allowances whose hour is over, and nothing live", async () => {
+    const email = await verifiedAccount();
+    const { device_token: staleDevice } = await loggedIn(email);
+    const { device_token: liveDevice } = await loggedIn(email);
+    for (const device of [staleDevice, liveDevice]) expect((await loginFrom(email, "wrong password", device)).status).toBe(401);
+    await env.DB.prepare("UPDATE device_login_failures SET last_attempt_at = ? WHERE device_id = ?").bind(Date.now() - DAY - 60_000, deviceIdOf(staleDevice)).run();
+    const expired = await forgotFrom(email, randomIp());
+    const live = await forgotFrom(email, randomIp());
+    await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, expired.requestId).run();
+    await env.DB.prepare("UPDATE reset_mail_allowances SET window_start = ? WHERE email = ? AND client <> '*'").bind(Date.now() - 2 * 60 * 60_000, email).run();
+
+    await fireCron();
+    expect(await deviceRow(staleDevice)).toBeNull();
+    expect(await deviceRow(liveDevice)).toMatchObject({ failures: 1 });
+    expect(await triesOf([expired.requestId, live.requestId])).toEqual([null, 0]);
+    expect(await env.DB.prepare("SELECT client FROM reset_mail_allowances WHERE email = ?").bind(email).all()).toMatchObject({ results: [{ client: "*" }] });
   });
 });
