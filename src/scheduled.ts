@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { idempotencyKeys, loginFailures, oneTimeCodes, sessions, users } from "./db/schema";
+import { deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
@@ -17,18 +17,27 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLoginFailures, usedUpCodes, unverifiedAccounts, expiredIdempotencyKeys] = await db.batch([
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys] =
+    await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
       .delete(loginFailures)
       .where(and(lte(loginFailures.lockedUntil, now), lt(loginFailures.lastAttemptAt, now - LOGIN_FAILURES_KEPT_MS)))
       .returning({ email: loginFailures.email }),
+    db
+      .delete(deviceLoginFailures)
+      .where(and(lte(deviceLoginFailures.lockedUntil, now), lt(deviceLoginFailures.lastAttemptAt, now - LOGIN_FAILURES_KEPT_MS)))
+      .returning({ deviceId: deviceLoginFailures.deviceId }),
     // Kept an hour past their expiry, for the hourly cap on tries; a verification code lives as long as
     // its unverified account, whose resends it counts.
     db
       .delete(oneTimeCodes)
       .where(and(ne(oneTimeCodes.purpose, "verify_email"), lt(oneTimeCodes.expiresAt, now - HOUR)))
       .returning({ userId: oneTimeCodes.userId }),
+    // Each request's code counts only its own tries: nothing to keep once it has expired.
+    db.delete(resetRequests).where(lte(resetRequests.expiresAt, now)).returning({ id: resetRequests.id }),
+    // An allowance whose hour is over holds nothing a new request would not start afresh.
+    db.delete(resetMailAllowances).where(lt(resetMailAllowances.windowStart, now - HOUR)).returning({ email: resetMailAllowances.email }),
     // Their codes go with them (ON DELETE CASCADE); an unverified account has no sessions or notes.
     db
       .delete(users)
@@ -42,8 +51,11 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
-    staleLoginFailures: staleLoginFailures.length,
+    staleLoginFailures: staleLogins.length,
+    staleDeviceFailures: staleDevices.length,
     expiredCodes: usedUpCodes.length,
+    expiredResetRequests: expiredResets.length,
+    staleResetAllowances: staleResetMails.length,
     unverifiedAccounts: unverifiedAccounts.length,
     expiredIdempotencyKeys: expiredIdempotencyKeys.length,
   });

@@ -245,8 +245,8 @@ describe("POST /auth/login", () => {
     const response = await login(email, PASSWORD);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/json");
-    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number };
-    expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in"]);
+    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number; device_token: string };
+    expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in", "device_token"]);
     expect(body.expires_in).toBe(3600);
 
     const { payload, protectedHeader } = await jwtVerify(body.token, new TextEncoder().encode(env.JWT_SECRET_KEY), {

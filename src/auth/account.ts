@@ -1,14 +1,14 @@
-import { and, eq, ne, sql } from "drizzle-orm";
+import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
-import { loginFailures, notes, oneTimeCodes, sessions, users } from "../db/schema";
+import { loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword, verifyPassword } from "../lib/password";
 import type { AccessClaims } from "../lib/tokens";
 import { jsonBody } from "../lib/validation";
-import type { AppEnv } from "../types";
+import type { AppEnv, Database } from "../types";
 import { claimCodeAttempt, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
-import { claimLogin, releaseLogin } from "./limits";
+import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
 import { sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
@@ -22,34 +22,55 @@ interface CallerAccount {
   createdAt: number;
 }
 
-/** The caller's account, read in one query with the check that the caller's session is live. */
-async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
-  const [account] = await c.var.db
+/** The account of the session `ofSession` selects (a condition on `sessions`), if that session is live. */
+function callerAccountQuery(db: Database, ofSession: SQL) {
+  return db
     .select({ id: users.id, email: users.email, password: users.password, isVerified: users.isVerified, createdAt: users.createdAt })
     .from(users)
     .innerJoin(sessions, eq(sessions.userId, users.id))
-    .where(callerSession(caller, Date.now()));
+    .where(ofSession);
+}
+
+/** The caller's account, read in one query with the check that the caller's session is live. */
+async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
+  const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
   return account;
 }
 
 /**
- * Checks the caller's password before an account change, under the same lock as a login (a stolen access
- * token must not be a way to guess the password): the attempt is claimed first, a right password
- * releases it. Returns the account, or the answer to give (401 for no session or a wrong password, 429
- * while the address is locked).
+ * Checks the caller's password before an account change, counted on the caller's session rather than on
+ * the address (so neither a stolen access token nor the address's login lock can be used against the
+ * owner): one conditional UPDATE claims a check before bcrypt, and refuses once PASSWORD_CHECKS_PER_SESSION
+ * claims are wrong or in flight; the wrong one that reaches it ends the session, a right one gives its
+ * claim back. Returns the account, or the answer to give (401 for no session, a session out of checks or
+ * a wrong password).
  */
 async function confirmPassword(c: Context<AppEnv>, password: string): Promise<{ account: CallerAccount } | { refused: Response }> {
-  const { config, db } = c.var;
-  const account = await callerAccount(c, c.var.caller!);
-  if (!account) return { refused: unauthorized(c) };
-  const now = Date.now();
-  const [[claim], [lock]] = await db.batch([
-    claimLogin(db, account.email, now),
-    db.select({ lockedUntil: loginFailures.lockedUntil }).from(loginFailures).where(eq(loginFailures.email, account.email)),
+  const { config, db, log } = c.var;
+  const caller = c.var.caller!;
+  const ofCaller = callerSession(caller, Date.now());
+  const [[claim], [account]] = await db.batch([
+    db
+      .update(sessions)
+      .set({ passwordFailures: sql`${sessions.passwordFailures} + 1` })
+      .where(and(ofCaller, lt(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)))
+      .returning({ passwordFailures: sessions.passwordFailures }),
+    callerAccountQuery(db, ofCaller),
   ]);
-  if (!claim) return { refused: tooManyRequests(c, (lock?.lockedUntil ?? now) - now, AuthMessage.passwordLocked) };
-  if (!(await verifyPassword(password, account.password, config.bcryptCost))) return { refused: c.text(AuthMessage.wrongPassword, 401) };
-  await releaseLogin(db, account.email, claim.lockedUntil);
+  if (!claim || !account) return { refused: unauthorized(c) };
+  const ofThisSession = and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId));
+  if (!(await verifyPassword(password, account.password, config.bcryptCost))) {
+    if (claim.passwordFailures >= PASSWORD_CHECKS_PER_SESSION) {
+      // Only while the count still stands there: a right check running alongside may have given its claim back.
+      await db.delete(sessions).where(and(ofThisSession, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)));
+      log.warn("session_ended_wrong_passwords", { userId: caller.userId, sessionId: caller.sessionId });
+    }
+    return { refused: c.text(AuthMessage.wrongPassword, 401) };
+  }
+  await db
+    .update(sessions)
+    .set({ passwordFailures: sql`${sessions.passwordFailures} - 1` })
+    .where(ofThisSession);
   return { account };
 }
 
@@ -136,6 +157,7 @@ export const account = new Hono<AppEnv>()
       db.delete(sessions).where(and(otherSessions(caller), switchedTo)),
       // Codes mailed to the old address (a password reset, say) must not act on the account any more.
       db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switchedTo)),
+      db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switchedTo)),
       deleteCode(db, caller.userId, "change_email", code),
     ]);
     if (switched.length === 0) {

@@ -6,6 +6,8 @@ import { claimMail, claimWindowSql, CODE_TRIES_PER_HOUR, MAIL_COOLDOWN_MS, mailW
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
  * generator, one store (the `one_time_codes` table, a row per account and purpose) and one attempt rule.
+ * Reset codes share the generator and the MAX_CODE_ATTEMPTS rule but are stored per request, bound to
+ * the request's id (see recovery.ts).
  */
 
 const MIN_CODE = 100_000;

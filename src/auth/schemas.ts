@@ -81,6 +81,17 @@ export const RegisterBody = body({
 export const LoginBody = body({
   email: accountEmail(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
   password: anyPassword(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
+  // Never a 400: a value that is not one of our tokens (not even a string) counts for nothing, so the
+  // answer tells nothing about it.
+  device_token: v.fallback(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.description("The `device_token` of an earlier successful login from this device: judged on this device's own failed logins only."),
+      ),
+    ),
+    undefined,
+  ),
 });
 
 export const VerifyEmailBody = body({
@@ -100,6 +111,11 @@ export const ResetPasswordBody = body({
   email: lookupEmail(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
   token: code(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
   password: newPassword(AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings),
+  // Any string: one that names no request of the address is simply a wrong code (401).
+  request_id: v.pipe(
+    requiredString(AuthMessage.requestIdRequired, AuthMessage.requestIdString),
+    v.description("The `request_id` of the forgot-password answer whose mail carried the code."),
+  ),
 });
 
 export const ChangePasswordBody = body({

@@ -55,6 +55,7 @@ export function createSession(db: Database, userId: number, checkedHash: string,
           generation: sql<number>`0`.as("generation"),
           rotatedAt: sql<number>`0`.as("rotated_at"),
           userAgent: sql<string | null>`${userAgent}`.as("user_agent"),
+          passwordFailures: sql<number>`0`.as("password_failures"),
         })
         .from(users)
         .where(and(eq(users.id, userId), eq(users.password, checkedHash))),

@@ -1,14 +1,16 @@
 import { and, desc, eq, gt, ne } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { ConfigError } from "../config";
-import { loginFailures, sessions, users } from "../db/schema";
+import type { BatchItem } from "drizzle-orm/batch";
+import { sessions, users } from "../db/schema";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { verifyPassword } from "../lib/password";
 import { readRefreshToken } from "../lib/tokens";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { claimLogin, LOGIN_LOCK_MS, releaseLogin } from "./limits";
+import { issueDeviceToken, maybeDeviceToken, readDeviceToken } from "./devices";
+import { loginCounter } from "./limits";
 import { AuthMessage } from "./messages";
 import { LoginBody, RefreshBody } from "./schemas";
 import {
@@ -29,23 +31,61 @@ function jwtSecretOf(c: Context<AppEnv>): string {
   return secret;
 }
 
+/**
+ * The one way a login whose password has been checked becomes a session (a second factor, where an
+ * account has one, ends here once it is verified): creates the session, only while the account still has
+ * the password hash that was checked, with `alongside` (what the check's claim releases) in the same
+ * transaction, and answers with the tokens and the device's token (renewed for the device it came from,
+ * or a new device's), bound to that password hash. Nothing is stored for the device token (see devices.ts).
+ */
+export async function openSession(
+  c: Context<AppEnv>,
+  account: { id: number; email: string; checkedHash: string },
+  deviceId: string | undefined,
+  alongside: BatchItem<"sqlite">[] = [],
+) {
+  const { db, log } = c.var;
+  const now = Date.now();
+  const secret = jwtSecretOf(c);
+  const session = createSession(db, account.id, account.checkedHash, shortUserAgent(c.req.header("User-Agent")), now);
+  const [created] = await db.batch([session.query, ...alongside]);
+  // The password was reset or changed, or the account deleted, while bcrypt ran: the password checked
+  // is no longer the account's.
+  if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);
+  log.info("session_created", { userId: account.id, sessionId: session.id });
+  const [tokens, deviceToken] = await Promise.all([
+    sessionTokens({ userId: account.id, sessionId: session.id }, 0, secret, log),
+    issueDeviceToken(secret, account.email, account.checkedHash, now, deviceId),
+  ]);
+  return c.json({ ...tokens, device_token: deviceToken }, 200);
+}
+
 /** Sessions: log in, refresh, log out, and the caller's list of sessions (devices). */
 export const sessionRoutes = new Hono<AppEnv>()
   .post("/login", jsonBody(LoginBody), async (c) => {
-    const { email, password } = c.req.valid("json");
+    const { email, password, device_token: deviceToken } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
+    // A device token is bound to the account's password hash (see devices.ts): only a login that sends
+    // one reads the hash first, to know whose attempt to claim.
+    let deviceId: string | undefined;
+    if (maybeDeviceToken(deviceToken, now)) {
+      const [account] = await db.select({ password: users.password }).from(users).where(eq(users.email, email));
+      deviceId = await readDeviceToken(deviceToken, email, account?.password, jwtSecretOf(c), now);
+    }
+    const counter = loginCounter(db, email, deviceId, now);
 
     // One round trip: claim the attempt (before bcrypt, see claimLogin), read the account, and read the
     // lock as the claim left it, for Retry-After. Attempts are kept per address, registered or not, so
-    // an unknown address is answered (and locked) exactly like a real one.
+    // an unknown address is answered (and locked) exactly like a real one; a device of the owner's (a
+    // valid device token) is judged on its own attempts instead.
     const [[claim], [user], [lock]] = await db.batch([
-      claimLogin(db, email, now),
+      counter.claim,
       db.select({ id: users.id, password: users.password, isVerified: users.isVerified }).from(users).where(eq(users.email, email)),
-      db.select({ lockedUntil: loginFailures.lockedUntil }).from(loginFailures).where(eq(loginFailures.email, email)),
+      counter.lock,
     ]);
-    if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + LOGIN_LOCK_MS) - now, AuthMessage.loginLocked);
-    if (claim.lockedUntil > 0) log.warn("login_locked", { email: maskEmail(email), lockedForMs: LOGIN_LOCK_MS });
+    if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
+    if (claim.lockedUntil > 0) log.warn("login_locked", { email: maskEmail(email), lockedForMs: counter.lockMs, ...(deviceId && { deviceId }) });
 
     // The password is checked first: an unverified account with a wrong password is a 401, not a 403.
     // A failure needs no further write: the claim has counted it.
@@ -54,17 +94,10 @@ export const sessionRoutes = new Hono<AppEnv>()
     }
     // The right password ends the run of attempts.
     if (!user.isVerified) {
-      await releaseLogin(db, email, claim.lockedUntil);
+      await counter.release(claim.lockedUntil);
       return c.text(AuthMessage.notVerified, 403);
     }
-    const secret = jwtSecretOf(c);
-    const session = createSession(db, user.id, user.password, shortUserAgent(c.req.header("User-Agent")), now);
-    const [, created] = await db.batch([releaseLogin(db, email, claim.lockedUntil), session.query]);
-    // The password was reset or changed, or the account deleted, while bcrypt ran: the password checked
-    // is no longer the account's.
-    if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);
-    log.info("session_created", { userId: user.id, sessionId: session.id });
-    return c.json(await sessionTokens({ userId: user.id, sessionId: session.id }, 0, secret, log), 200);
+    return openSession(c, { id: user.id, email, checkedHash: user.password }, deviceId, [counter.release(claim.lockedUntil)]);
   })
 
   .post("/refresh", jsonBody(RefreshBody), async (c) => {

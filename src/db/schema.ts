@@ -19,7 +19,7 @@ export const users = sqliteTable("users", {
 });
 
 /** What a one-time code proves when it is entered. */
-export const CODE_PURPOSES = ["verify_email", "reset_password", "change_email"] as const;
+export const CODE_PURPOSES = ["verify_email", "change_email"] as const;
 export type CodePurpose = (typeof CODE_PURPOSES)[number];
 
 /**
@@ -49,6 +49,46 @@ export const oneTimeCodes = sqliteTable(
 );
 
 /**
+ * One row per forgot-password request that mailed a code: the code is bound to the request's id (the
+ * `request_id` of the answer), so a reset needs both, and each request's code has its own tries. Someone
+ * else's guesses with their own request ids can neither void the owner's code nor use up its tries.
+ */
+export const resetRequests = sqliteTable(
+  "reset_requests",
+  {
+    // 128 random bits, base64url: the `request_id` the forgot-password answer carried.
+    id: text("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    code: text("code").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    // Tries claimed against this code; at MAX_CODE_ATTEMPTS it is void.
+    attempts: integer("attempts").notNull().default(0),
+  },
+  (table) => [index("reset_requests_user_id").on(table.userId), index("reset_requests_expires_at").on(table.expiresAt)],
+);
+
+/**
+ * The reset-mail allowance of an address: one row for the address as a whole (`client` = "*"), the cap
+ * against mail-bombing it, and one per requesting client (see lib/client-key.ts), so that no one client
+ * can use up the owner's reset mails. Each row: the last mail and a fixed one-hour window; `claim` names
+ * the request that claimed last, so the statements batched after the claim can tell whether it was theirs.
+ */
+export const resetMailAllowances = sqliteTable(
+  "reset_mail_allowances",
+  {
+    email: text("email").notNull(),
+    client: text("client").notNull(),
+    lastMailAt: integer("last_mail_at").notNull().default(0),
+    windowStart: integer("window_start").notNull().default(0),
+    mailsInWindow: integer("mails_in_window").notNull().default(0),
+    claim: text("claim").notNull().default(""),
+  },
+  (table) => [primaryKey({ columns: [table.email, table.client] })],
+);
+
+/**
  * Login attempts per e-mail address, registered or not: unknown addresses are counted and locked like
  * real ones, so the answers do not tell which addresses have accounts. `failures` counts the attempts
  * claimed since the last successful login (failed, or still checking the password); a successful login
@@ -60,6 +100,19 @@ export const loginFailures = sqliteTable("login_failures", {
   lockedUntil: integer("lockedUntil").notNull().default(0),
   // For pruning rows nobody has used for a day.
   lastAttemptAt: integer("lastAttemptAt").notNull().default(0),
+});
+
+/**
+ * Login attempts per device of an owner (a device token's id, see auth/devices.ts): the same run and lock
+ * as `login_failures`, so a device that logged in before is judged on its own failures only. Only devices
+ * that have failed have a row; a successful login from the device deletes it.
+ */
+export const deviceLoginFailures = sqliteTable("device_login_failures", {
+  deviceId: text("device_id").primaryKey(),
+  failures: integer("failures").notNull().default(0),
+  lockedUntil: integer("locked_until").notNull().default(0),
+  // For pruning rows nobody has used for a day.
+  lastAttemptAt: integer("last_attempt_at").notNull().default(0),
 });
 
 /**
@@ -85,6 +138,9 @@ export const sessions = sqliteTable(
     // When the generation last moved on: the previous token is still honoured for a few seconds after.
     rotatedAt: integer("rotated_at").notNull().default(0),
     userAgent: text("user_agent"),
+    // Password re-checks (change password or e-mail, delete the account) claimed and not found right: at
+    // PASSWORD_CHECKS_PER_SESSION a wrong one ends the session.
+    passwordFailures: integer("password_failures").notNull().default(0),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
 );

@@ -85,16 +85,28 @@ const bearerErrors = {
   "500": text("Unexpected failure", AuthMessage.internalError),
 };
 const bearerOnly = [{ bearer: [] }];
-/** The answers of an endpoint that checks the caller's password first (under the login lock). */
+/**
+ * The answers of an endpoint that checks the caller's password first: counted on the session, which
+ * ends after five wrong ones.
+ */
 const passwordChecked = {
   ...bearerErrors,
-  "401": text("Invalid, expired or revoked access token, or a wrong password", AuthMessage.invalidAccessToken, AuthMessage.wrongPassword),
-  "429": {
-    ...text("Too many failed password attempts for the address (the login lock), or the per-client limit", AuthMessage.passwordLocked, AuthMessage.clientThrottled),
-    headers: retryAfter,
+  "401": {
+    ...text(
+      "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password), or a wrong password",
+      AuthMessage.invalidAccessToken,
+      AuthMessage.wrongPassword,
+    ),
+    headers: { "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } } },
   },
+  "429": { ...text("Per-client rate limit", AuthMessage.clientThrottled), headers: retryAfter },
 };
 const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
+const tokenProperties = {
+  token: { type: "string", description: "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + 3600" },
+  refresh_token: { type: "string", description: "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)." },
+  expires_in: { type: "integer", description: "Seconds the access token lives: 3600" },
+};
 const sessionTokens = json("A new pair of tokens", { $ref: "#/components/schemas/Token" });
 
 const notesAuth = {
@@ -146,13 +158,17 @@ export function openApiDocument(): Json {
           },
         },
         Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
-        Token: {
+        Token: { type: "object", required: Object.keys(tokenProperties), properties: tokenProperties },
+        Login: {
           type: "object",
-          required: ["token", "refresh_token", "expires_in"],
+          required: [...Object.keys(tokenProperties), "device_token"],
           properties: {
-            token: { type: "string", description: "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + 3600" },
-            refresh_token: { type: "string", description: "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)." },
-            expires_in: { type: "integer", description: "Seconds the access token lives: 3600" },
+            ...tokenProperties,
+            device_token: {
+              type: "string",
+              description:
+                "Opaque, good for 180 days or until the password changes: send it with this device's next logins (`device_token`), which are then judged on this device's own failed logins, not refused for the address's lock.",
+            },
           },
         },
         Session: {
@@ -256,15 +272,17 @@ export function openApiDocument(): Json {
           tags: ["accounts"],
           summary: "Log in",
           description:
-            "Starts a session: an access token (JWT, one hour) and a refresh token. Ten attempts (failed or in flight) lock the address for 15 minutes.",
+            "Starts a session: an access token (JWT, one hour), a refresh token and a device token. Ten attempts (failed or in flight) " +
+            "without a device token lock the address for 15 minutes; a valid device token of the address is judged on that device's own " +
+            "attempts instead (five lock the device for 15 minutes). Any other device_token counts as none.",
           requestBody: jsonBody(LoginBody, { email: "ada@example.com", password: "correct horse battery" }),
           responses: {
-            "200": json("Logged in", { $ref: "#/components/schemas/Token" }),
+            "200": json("Logged in", { $ref: "#/components/schemas/Login" }),
             "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
             "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
             "403": text("E-mail not verified", AuthMessage.notVerified),
             ...accountErrors,
-            "429": { ...text("Address locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
+            "429": { ...text("Address (or device) locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled), headers: retryAfter },
           },
         },
       },
@@ -335,11 +353,19 @@ export function openApiDocument(): Json {
           tags: ["accounts"],
           summary: "Ask for a password reset code",
           description:
-            "Always the same answer, in the same time: a known address (verified or not) gets a 6-digit reset code valid for 15 minutes, " +
-            "mailed after the answer, within the account's mail allowance (one a minute, 5 an hour).",
+            "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
+            "valid for 15 minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance: 5 an hour, " +
+            "of which one client (an IPv4 address or an IPv6 /64) gets at most 2, a minute apart.",
           requestBody: jsonBody(ForgotPasswordBody, { email: "ada@example.com" }),
           responses: {
-            "200": text("Accepted", AuthMessage.resetRequested),
+            "200": json("Accepted", {
+              type: "object",
+              required: ["message", "request_id"],
+              properties: {
+                message: { type: "string", enum: [AuthMessage.resetRequested] },
+                request_id: { type: "string", description: "Opaque; send it to POST /auth/reset-password with the code this request mailed" },
+              },
+            }),
             "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
             ...accountErrors,
           },
@@ -351,14 +377,27 @@ export function openApiDocument(): Json {
           summary: "Set a new password with the reset code",
           description:
             "Sets the password (register's rules), marks the address verified, ends every session and the login lock, and mails a notice. " +
-            "Five wrong codes void the code; 15 tries an hour block resets for the hour.",
-          requestBody: jsonBody(ResetPasswordBody, { email: "ada@example.com", token: "123456", password: "a new long password" }),
+            "The code must come with the `request_id` of the request that mailed it; five wrong tries void that code, and tries with " +
+            "other request ids never touch it.",
+          requestBody: jsonBody(ResetPasswordBody, {
+            email: "ada@example.com",
+            token: "123456",
+            password: "a new long password",
+            request_id: "q7Vb0c2JmXWb1b4u5mJx8A",
+          }),
           responses: {
             "200": text("Password set", AuthMessage.passwordReset),
-            "400": text("Missing or malformed fields", AuthMessage.resetFieldsRequired, AuthMessage.resetFieldsStrings, ...passwordRules, ...badJson),
-            "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidResetCode),
+            "400": text(
+              "Missing or malformed fields",
+              AuthMessage.resetFieldsRequired,
+              AuthMessage.resetFieldsStrings,
+              AuthMessage.requestIdRequired,
+              AuthMessage.requestIdString,
+              ...passwordRules,
+              ...badJson,
+            ),
+            "401": text("Unknown e-mail or request id, wrong, expired or voided code", AuthMessage.invalidResetCode),
             ...accountErrors,
-            "429": { ...text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled), headers: retryAfter },
           },
         },
       },
@@ -397,9 +436,8 @@ export function openApiDocument(): Json {
             ...passwordChecked,
             "429": {
               ...text(
-                "Mail allowance used up, the login lock, or the per-client limit",
+                "Mail allowance used up, or the per-client limit",
                 AuthMessage.emailChangeThrottled,
-                AuthMessage.passwordLocked,
                 AuthMessage.clientThrottled,
               ),
               headers: retryAfter,

@@ -33,13 +33,13 @@ const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 /** A user id as the `id` claim holds it: canonical decimal, no sign, no leading zero, no white space. */
 const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
 
-function base64url(bytes: Uint8Array): string {
+export function base64url(bytes: Uint8Array): string {
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-function fromBase64url(text: string): Uint8Array {
+export function fromBase64url(text: string): Uint8Array {
   const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
@@ -81,27 +81,34 @@ export async function verifyAccessToken(token: string, secret: string): Promise<
   return { userId: Number(id), sessionId: sid };
 }
 
-// One HMAC key per secret and isolate, derived from JWT_SECRET_KEY with HKDF, so the MAC of a refresh
-// token is never something the JWT key would also sign.
-const refreshKeys = new Map<string, Promise<CryptoKey>>();
+// One HMAC key per secret, purpose and isolate, derived from JWT_SECRET_KEY with HKDF, so the MAC of a
+// refresh token (or a device token) is never something the JWT key, or the key of another purpose, would
+// also sign.
+const macKeys = new Map<string, Promise<CryptoKey>>();
 
-function refreshKey(secret: string): Promise<CryptoKey> {
-  let derived = refreshKeys.get(secret);
+/** The HMAC-SHA-256 key of `purpose` (the HKDF info), derived from `secret`. */
+export function macKey(secret: string, purpose: string): Promise<CryptoKey> {
+  const id = `${purpose}\n${secret}`;
+  let derived = macKeys.get(id);
   if (!derived) {
     derived = crypto.subtle
       .importKey("raw", key(secret), "HKDF", false, ["deriveKey"])
       .then((base) =>
         crypto.subtle.deriveKey(
-          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("notes-api refresh token v1") },
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(purpose) },
           base,
           { name: "HMAC", hash: "SHA-256", length: 256 },
           false,
           ["sign", "verify"],
         ),
       );
-    refreshKeys.set(secret, derived);
+    macKeys.set(id, derived);
   }
   return derived;
+}
+
+function refreshKey(secret: string): Promise<CryptoKey> {
+  return macKey(secret, "notes-api refresh token v1");
 }
 
 export interface RefreshClaims {

@@ -1,0 +1,50 @@
+import type { Context } from "hono";
+
+/**
+ * The key a per-client limit counts a request under: an IPv4 address as it is, an IPv6 address by its
+ * /64 (the smallest block an ISP or a host hands one subscriber, so every address of it is one client),
+ * an IPv4-mapped IPv6 address as its IPv4. On Cloudflare, CF-Connecting-IP always holds the client's
+ * address; without it (local development) every request is the one client "unknown".
+ */
+export function clientKey(c: Context): string {
+  return clientKeyOf(c.req.header("CF-Connecting-IP"));
+}
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** clientKey for the value of CF-Connecting-IP. */
+export function clientKeyOf(address: string | undefined): string {
+  const ip = (address ?? "").trim().toLowerCase();
+  if (IPV4.test(ip)) return ip;
+  const groups = ipv6Groups(ip);
+  if (!groups) return ip === "" ? "unknown" : `other:${ip.slice(0, 64)}`;
+  // ::ffff:a.b.c.d is an IPv4 client.
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join(".");
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(":")}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (with `::` and a trailing dotted IPv4 allowed), or undefined. */
+function ipv6Groups(ip: string): number[] | undefined {
+  let text = ip.replace(/%.*$/, ""); // a zone index names an interface, not a client
+  const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    if (!IPV4.test(dotted[2]!)) return undefined;
+    const [a, b, c, d] = dotted[2]!.split(".").map(Number) as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const parse = (half: string) => (half === "" ? [] : half.split(":"));
+  const head = parse(halves[0]!);
+  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...tail];
+  if (!groups.every((group) => /^[0-9a-f]{1,4}$/.test(group))) return undefined;
+  return groups.map((group) => parseInt(group, 16));
+}
