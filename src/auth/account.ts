@@ -45,7 +45,7 @@ async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<
  * claim back. Returns the account, or the answer to give (401 for no session, a session out of checks or
  * a wrong password).
  */
-async function confirmPassword(c: Context<AppEnv>, password: string): Promise<{ account: CallerAccount } | { refused: Response }> {
+async function confirmPassword(c: Context<AppEnv>, password: string) {
   const { config, db, log } = c.var;
   const caller = c.var.caller!;
   const ofCaller = callerSession(caller, Date.now());

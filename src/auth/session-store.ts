@@ -158,7 +158,7 @@ export async function bearerClaims(c: Context<AppEnv>): Promise<AccessClaims | u
 }
 
 /** The accounts area's 401 for a missing, invalid or revoked access token. */
-export function unauthorized(c: Context): Response {
+export function unauthorized(c: Context) {
   return c.text(AuthMessage.invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });
 }
 

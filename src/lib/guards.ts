@@ -3,7 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
-import { errorResponse, tooManyRequests } from "./http";
+import { errorResponse, setRetryAfter } from "./http";
 
 /** The period of both per-client limiters in wrangler.toml. */
 const CLIENT_LIMIT_PERIOD_MS = 60_000;
@@ -19,7 +19,8 @@ export function clientRateLimit(limiter: (env: AppEnv["Bindings"]) => RateLimit,
     const { success } = await limiter(c.env).limit({ key });
     if (!success) {
       c.var.log.warn("client_rate_limited");
-      return tooManyRequests(c, CLIENT_LIMIT_PERIOD_MS, message);
+      setRetryAfter(c, CLIENT_LIMIT_PERIOD_MS);
+      return errorResponse(c, 429, message);
     }
     await next();
   });

@@ -89,8 +89,13 @@ function escapesLoneSurrogate(json: string): boolean {
   return false;
 }
 
-/** A 429 in the area's format with `Retry-After` in whole seconds (at least 1). */
-export function tooManyRequests(c: Context, waitMs: number, message: string): Response {
+/** Sets `Retry-After` in whole seconds (at least 1). */
+export function setRetryAfter(c: Context, waitMs: number): void {
   c.header("Retry-After", String(Math.max(1, Math.ceil(waitMs / 1000))));
-  return errorResponse(c, 429, message);
+}
+
+/** The accounts area's 429: plain text with `Retry-After`, typed as such for the client. */
+export function tooManyRequests<M extends string>(c: Context, waitMs: number, message: M) {
+  setRetryAfter(c, waitMs);
+  return c.text(message, 429);
 }

@@ -5,7 +5,7 @@ import type { AppEnv } from "../types";
 import { NoteMessage } from "./schemas";
 
 /** The notes area's 401: JSON, with the scheme to use. */
-export function notesUnauthorized(c: Context): Response {
+export function notesUnauthorized(c: Context) {
   return c.json({ error: NoteMessage.unauthorized }, 401, { "WWW-Authenticate": "Bearer" });
 }
 

@@ -1,0 +1,52 @@
+/**
+ * What the typed client (`hc<AppType>`) infers for the answers apps rely on. Checked by the compiler
+ * (`npm run check` type-checks test/), not at run time: a helper typed `: Response` erases these types,
+ * and this file then stops compiling. No cast anywhere: a cast would hide exactly that.
+ */
+import { exports } from "cloudflare:workers";
+import { hc } from "hono/client";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { AppType } from "../../src/index";
+import { AuthMessage } from "../../src/auth/messages";
+import type { NoteJson, NoteMessage } from "../../src/notes/schemas";
+
+const api = hc<AppType>("http://api.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
+type Login = Awaited<ReturnType<typeof api.auth.login.$post>>;
+type Me = Awaited<ReturnType<typeof api.auth.me.$get>>;
+type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
+type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
+
+/** The JSON body of the answers of `R` with status `S`. */
+type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
+
+describe("typed client", () => {
+  it("types a login's tokens", () => {
+    expectTypeOf<BodyOf<Login, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number }>();
+  });
+
+  it("types /auth/me", () => {
+    expectTypeOf<BodyOf<Me, 200>>().toMatchObjectType<{ id: number; email: string; verified: boolean; created_at: string }>();
+  });
+
+  it("types a created and a read note as the note JSON", () => {
+    expectTypeOf<BodyOf<CreateNote, 201>>().toEqualTypeOf<NoteJson>();
+    expectTypeOf<BodyOf<ReadNote, 200>>().toEqualTypeOf<NoteJson>();
+  });
+
+  it("types a missing note as { error: string }, down to the contract's message", () => {
+    expectTypeOf<BodyOf<ReadNote, 404>>().not.toBeNever();
+    expectTypeOf<BodyOf<ReadNote, 404>>().toExtend<{ error: string }>();
+    expectTypeOf<BodyOf<ReadNote, 404>>().toEqualTypeOf<{ error: typeof NoteMessage.notFound }>();
+  });
+
+  it("tells the answers apart by status", async () => {
+    const login = await api.auth.login.$post({ json: { email: `nobody-${crypto.randomUUID()}@example.com`, password: "correct horse battery" } });
+    if (login.status === 200) expectTypeOf(await login.json()).toHaveProperty("refresh_token");
+    expect(login.status).toBe(401);
+    if (login.status === 401) {
+      const text = await login.text();
+      expectTypeOf(text).toEqualTypeOf<typeof AuthMessage.invalidCredentials>();
+      expect(text).toBe(AuthMessage.invalidCredentials);
+    }
+  });
+});
