@@ -1,5 +1,3 @@
-import type { Bindings } from "./types";
-
 export interface SmtpConfig {
   host: string;
   port: number;
@@ -53,7 +51,7 @@ function nonEmpty(raw: string | undefined): string | undefined {
 }
 
 /** Reads and checks every setting in one place. */
-export function readConfig(env: Bindings): Config {
+export function readConfig(env: Env): Config {
   const mailEmail = nonEmpty(env.MAIL_EMAIL);
   const mailPassword = nonEmpty(env.MAIL_APP_PASSWORD);
   return {

@@ -7,15 +7,13 @@ import { auth } from "./auth/routes";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession } from "./db/client";
 import { docs } from "./docs/routes";
-import { clientRateLimit, corsPolicy, limitBody } from "./lib/guards";
+import { corsPolicy } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { notesApp } from "./notes/routes";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
-
-const KiB = 1024;
 
 // The bindings object lives as long as the isolate: settings are read and checked once per isolate
 // rather than once per request.
@@ -52,11 +50,6 @@ const app = new Hono<AppEnv>()
     const latest = session.getBookmark() ?? bookmark;
     if (latest) c.header(BOOKMARK_HEADER, latest);
   })
-  .use("/auth/*", limitBody(16 * KiB, AuthMessage.bodyTooLarge))
-  .on("POST", "/auth/*", clientRateLimit((env) => env.AUTH_RATE_LIMITER, AuthMessage.clientThrottled))
-  // Notes content is unbounded by the spec; 1 MiB keeps a row well under D1's 2 MB limit.
-  .use("/notes/*", limitBody(1024 * KiB, NoteMessage.bodyTooLarge))
-  .on(["POST", "PATCH", "DELETE"], "/notes/*", clientRateLimit((env) => env.NOTES_RATE_LIMITER, NoteMessage.clientThrottled))
   .route("/auth", auth)
   .route("/notes", notesApp)
   .route("/", docs);

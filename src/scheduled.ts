@@ -3,9 +3,8 @@ import { deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, rese
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
+import { DAY, HOUR } from "./lib/time";
 
-const HOUR = 60 * 60 * 1000;
-const DAY = 24 * HOUR;
 /** An account still unverified this long after registering is deleted, and its address is free again. */
 export const UNVERIFIED_ACCOUNT_TTL_MS = 7 * DAY;
 /** A run of failed logins nobody has added to for this long is forgotten (and its row deleted). */

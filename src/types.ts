@@ -1,8 +1,6 @@
-import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { Config } from "./config";
-import type { D1Client } from "./db/client";
+import type { Database } from "./db/client";
 import type { Logger } from "./lib/log";
-import type { AccessClaims } from "./lib/tokens";
 
 /**
  * Bindings, vars and secrets as wrangler.toml declares them (generated into worker-configuration.d.ts).
@@ -11,8 +9,7 @@ import type { AccessClaims } from "./lib/tokens";
  */
 export type Bindings = Env;
 
-/** Plain query builder: the app uses no relational queries, so no schema is registered. */
-export type Database = DrizzleD1Database & { $client: D1Client };
+export type { Database };
 
 /** The one environment type every Hono app and handler in this project shares. */
 export type AppEnv = {
@@ -22,10 +19,5 @@ export type AppEnv = {
     config: Config;
     requestId: string;
     log: Logger;
-    /**
-     * The user and session of a valid access token, on endpoints that require one (and on the notes area
-     * when NOTES_AUTH=required); undefined while notes are public.
-     */
-    caller?: AccessClaims;
   };
 };

@@ -12,7 +12,7 @@ import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
 import { sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
-import { callerSession, liveSession, requireAccessToken, unauthorized } from "./session-store";
+import { callerSession, liveSession, requireAccessToken, unauthorized, type CallerEnv } from "./caller";
 
 interface CallerAccount {
   id: number;
@@ -32,7 +32,7 @@ function callerAccountQuery(db: Database, ofSession: SQL) {
 }
 
 /** The caller's account, read in one query with the check that the caller's session is live. */
-async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
+async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
   const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
   return account;
 }
@@ -45,9 +45,9 @@ async function callerAccount(c: Context<AppEnv>, caller: AccessClaims): Promise<
  * claim back. Returns the account, or the answer to give (401 for no session, a session out of checks or
  * a wrong password).
  */
-async function confirmPassword(c: Context<AppEnv>, password: string) {
+async function confirmPassword(c: Context<CallerEnv>, password: string) {
   const { config, db, log } = c.var;
-  const caller = c.var.caller!;
+  const caller = c.var.caller;
   const ofCaller = callerSession(caller, Date.now());
   const [[claim], [account]] = await db.batch([
     db
@@ -82,7 +82,7 @@ function otherSessions(caller: AccessClaims) {
 /** The logged-in user's own account: read it, change its password or address, delete it. */
 export const account = new Hono<AppEnv>()
   .get("/me", requireAccessToken, async (c) => {
-    const user = await callerAccount(c, c.var.caller!);
+    const user = await callerAccount(c, c.var.caller);
     if (!user) return unauthorized(c);
     return c.json({ id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() }, 200);
   })
@@ -90,7 +90,7 @@ export const account = new Hono<AppEnv>()
   .post("/change-password", requireAccessToken, jsonBody(ChangePasswordBody), async (c) => {
     const { current_password: currentPassword, new_password: newPassword } = c.req.valid("json");
     const { config, db, log } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
 
     const confirmed = await confirmPassword(c, currentPassword);
     if ("refused" in confirmed) return confirmed.refused;
@@ -109,7 +109,7 @@ export const account = new Hono<AppEnv>()
   .post("/change-email", requireAccessToken, jsonBody(ChangeEmailBody), async (c) => {
     const { password, new_email: newEmail } = c.req.valid("json");
     const { config, db, log } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
 
     const confirmed = await confirmPassword(c, password);
     if ("refused" in confirmed) return confirmed.refused;
@@ -130,7 +130,7 @@ export const account = new Hono<AppEnv>()
   .post("/confirm-email-change", requireAccessToken, jsonBody(ConfirmEmailChangeBody), async (c) => {
     const { token } = c.req.valid("json");
     const { config, db, log } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
 
     const account = await callerAccount(c, caller);
     if (!account) return unauthorized(c);
@@ -176,7 +176,7 @@ export const account = new Hono<AppEnv>()
   .delete("/account", requireAccessToken, jsonBody(DeleteAccountBody), async (c) => {
     const { password } = c.req.valid("json");
     const { db, log } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
 
     const confirmed = await confirmPassword(c, password);
     if ("refused" in confirmed) return confirmed.refused;

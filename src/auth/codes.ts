@@ -2,6 +2,7 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
 import type { Database } from "../types";
 import { claimMail, claimWindowSql, CODE_TRIES_PER_HOUR, MAIL_COOLDOWN_MS, mailWait, windowWait } from "./limits";
+import { MINUTE } from "../lib/time";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
@@ -17,7 +18,7 @@ const CODE_RANGE = 900_000; // 100000..999999
 const UNBIASED_LIMIT = Math.floor(2 ** 32 / CODE_RANGE) * CODE_RANGE;
 
 /** Lifetime of a code. */
-export const CODE_TTL_MS = 15 * 60 * 1000;
+export const CODE_TTL_MS = 15 * MINUTE;
 /** Tries after which a code is void, the right code included. */
 export const MAX_CODE_ATTEMPTS = 5;
 

@@ -1,4 +1,5 @@
 import { base64url, fromBase64url, macKey, newSessionId } from "../lib/tokens";
+import { DAY, SECOND } from "../lib/time";
 
 /**
  * Device tokens (OWASP's "device cookies"): a device that has logged in to an address holds a token that
@@ -17,7 +18,7 @@ import { base64url, fromBase64url, macKey, newSessionId } from "../lib/tokens";
  */
 
 /** A device token is good for this long after the login that issued it; each login renews it. */
-export const DEVICE_TOKEN_TTL_SECONDS = 180 * 24 * 60 * 60;
+export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
 
 const PURPOSE = "notes-api device token v1";
 const DEVICE_TOKEN = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;

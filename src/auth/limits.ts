@@ -2,6 +2,7 @@ import { and, eq, lte, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { deviceLoginFailures, loginFailures, resetMailAllowances, users } from "../db/schema";
 import type { Database } from "../types";
+import { HOUR, MINUTE } from "../lib/time";
 
 /**
  * Per-account limits against guessing codes, spraying passwords and mail flooding, each keyed so that
@@ -11,8 +12,6 @@ import type { Database } from "../types";
  * concurrent requests cannot slip past a value read earlier. The per-client limiter is the coarse outer
  * layer.
  */
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 
 /** At least this long between two mails to one account (codes of any purpose, registration included). */
 export const MAIL_COOLDOWN_MS = MINUTE;

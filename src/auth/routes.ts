@@ -1,13 +1,21 @@
 import { Hono } from "hono";
+import { clientRateLimit, KiB, limitBody } from "../lib/guards";
 import { methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
+import { AuthMessage } from "./messages";
 import { recovery } from "./recovery";
 import { registration } from "./registration";
 import { sessionRoutes } from "./sessions";
 
-/** The accounts area: one sub-app per flow, mounted at /auth. */
-export const auth = new Hono<AppEnv>().route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account);
+/** Accounts bodies are a few short fields; 16 KiB is far above any real one. */
+export const AUTH_BODY_LIMIT_BYTES = 16 * KiB;
+
+/** The accounts area: one sub-app per flow, mounted at /auth, behind its body limit and per-client limit. */
+export const auth = new Hono<AppEnv>()
+  .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
+  .use(clientRateLimit((env) => env.AUTH_RATE_LIMITER, ["POST"], AuthMessage.clientThrottled))
+  .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account);
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.

@@ -13,17 +13,8 @@ import { issueDeviceToken, maybeDeviceToken, readDeviceToken } from "./devices";
 import { loginCounter } from "./limits";
 import { AuthMessage } from "./messages";
 import { LoginBody, RefreshBody } from "./schemas";
-import {
-  callerSession,
-  createSession,
-  liveSession,
-  requireAccessToken,
-  rotateSession,
-  sessionCheck,
-  sessionTokens,
-  shortUserAgent,
-  unauthorized,
-} from "./session-store";
+import { callerSession, liveSession, requireAccessToken, sessionCheck, unauthorized } from "./caller";
+import { createSession, rotateSession, sessionTokens, shortUserAgent } from "./session-store";
 
 function jwtSecretOf(c: Context<AppEnv>): string {
   const secret = c.var.config.jwtSecret;
@@ -115,7 +106,7 @@ export const sessionRoutes = new Hono<AppEnv>()
 
   .post("/logout", requireAccessToken, async (c) => {
     const { db, log } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
     const [ended] = await db.delete(sessions).where(callerSession(caller, Date.now())).returning({ id: sessions.id });
     if (!ended) return unauthorized(c);
     log.info("session_ended", { userId: caller.userId, sessionId: caller.sessionId });
@@ -124,7 +115,7 @@ export const sessionRoutes = new Hono<AppEnv>()
 
   .get("/sessions", requireAccessToken, async (c) => {
     const { db } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
     const now = Date.now();
     const [[live], list] = await db.batch([
       sessionCheck(db, caller, now),
@@ -150,7 +141,7 @@ export const sessionRoutes = new Hono<AppEnv>()
 
   .delete("/sessions", requireAccessToken, async (c) => {
     const { db } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
     const now = Date.now();
     const [[live]] = await db.batch([
       sessionCheck(db, caller, now),
@@ -161,7 +152,7 @@ export const sessionRoutes = new Hono<AppEnv>()
 
   .delete("/sessions/:id", requireAccessToken, async (c) => {
     const { db } = c.var;
-    const caller = c.var.caller!;
+    const caller = c.var.caller;
     const now = Date.now();
     const [[live], ended] = await db.batch([
       sessionCheck(db, caller, now),

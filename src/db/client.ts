@@ -1,5 +1,4 @@
-import { drizzle } from "drizzle-orm/d1";
-import type { Database } from "../types";
+import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 
 /**
  * What drizzle-orm's D1 driver calls on its client: `prepare` and `batch`, nothing else (d1/session.js in
@@ -8,6 +7,9 @@ import type { Database } from "../types";
  * narrows nothing drizzle uses; `D1Client` keeps the compiler checking that a session has what it needs.
  */
 export type D1Client = Pick<D1Database, "prepare" | "batch">;
+
+/** Plain query builder: the app uses no relational queries, so no schema is registered. */
+export type Database = DrizzleD1Database & { $client: D1Client };
 
 export function databaseOf(client: D1Client): Database {
   return drizzle(client as D1Database);

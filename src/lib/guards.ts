@@ -4,17 +4,25 @@ import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { errorResponse, setRetryAfter } from "./http";
+import { MINUTE } from "./time";
 
 /** The period of both per-client limiters in wrangler.toml. */
-const CLIENT_LIMIT_PERIOD_MS = 60_000;
+const CLIENT_LIMIT_PERIOD_MS = MINUTE;
+
+/** A kibibyte, for body limits. */
+export const KiB = 1024;
 
 /**
- * Per-client limit through a Cloudflare Rate Limiting binding, keyed by the client's IP address.
- * RATE_LIMITS=off skips it (load tests only).
+ * Per-client limit through a Cloudflare Rate Limiting binding on requests of the given methods, keyed by
+ * the client's IP address. RATE_LIMITS=off skips it (load tests only).
  */
-export function clientRateLimit(limiter: (env: AppEnv["Bindings"]) => RateLimit, message: string): MiddlewareHandler<AppEnv> {
+export function clientRateLimit(
+  limiter: (env: AppEnv["Bindings"]) => RateLimit,
+  methods: readonly string[],
+  message: string,
+): MiddlewareHandler<AppEnv> {
   return createMiddleware<AppEnv>(async (c, next) => {
-    if (!c.var.config.clientRateLimits) return next();
+    if (!c.var.config.clientRateLimits || !methods.includes(c.req.method)) return next();
     const key = c.req.header("CF-Connecting-IP") ?? "unknown";
     const { success } = await limiter(c.env).limit({ key });
     if (!success) {

@@ -1,10 +1,11 @@
 import { and, eq, isNull, lte, sql } from "drizzle-orm";
-import { callerSession, sessionCheck } from "../auth/session-store";
+import { callerSession, sessionCheck } from "../auth/caller";
 import { idempotencyKeys, notes, sessions } from "../db/schema";
 import { badRequest } from "../lib/http";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
 import { NoteMessage, noteJsonText } from "./schemas";
+import { DAY } from "../lib/time";
 
 /**
  * Idempotent creates: `POST /notes` with an `Idempotency-Key` creates its note once; a repeat with the
@@ -16,7 +17,7 @@ export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 /** Set to `true` on an answer that is a replay of an earlier one. */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 /** How long a key is remembered; the hourly cron deletes it after that (see scheduled.ts). */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_KEY_TTL_MS = DAY;
 /** 1 to 255 visible ASCII characters (no space, no control character), taken as they are. */
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 

@@ -1,5 +1,5 @@
 import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
-import { asCaller } from "../auth/session-store";
+import { asCaller } from "../auth/caller";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/tokens";

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { callerSession, liveSession } from "../auth/session-store";
+import { callerSession, liveSession } from "../auth/caller";
 import { notes, sessions } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";

@@ -1,6 +1,7 @@
 import { Hono, type Context, type TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { asCaller } from "../auth/session-store";
+import { asCaller } from "../auth/caller";
+import { clientRateLimit, KiB, limitBody } from "../lib/guards";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
@@ -19,9 +20,14 @@ function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | 
   return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
 }
 
+/** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
+export const NOTES_BODY_LIMIT_BYTES = 1024 * KiB;
+
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
+  .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
+  .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
   .use(requireNotesAuth)
   .get("/", queryParams(ListQuery), async (c) => {
     const { limit, after, q, offset } = c.req.valid("query");

@@ -1,5 +1,5 @@
 import { and, sql } from "drizzle-orm";
-import { asCaller } from "../auth/session-store";
+import { asCaller } from "../auth/caller";
 import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";

@@ -1,0 +1,72 @@
+import { and, eq, gt, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { ConfigError } from "../config";
+import { sessions } from "../db/schema";
+import { verifyAccessToken, type AccessClaims } from "../lib/tokens";
+import type { AppEnv, Database } from "../types";
+import { AuthMessage } from "./messages";
+
+/**
+ * The caller: who an access token speaks for, and whether the session it belongs to is still live. This is
+ * all the notes area takes from the accounts area; the session lifecycle itself is in session-store.ts.
+ */
+
+/** The environment of a handler behind requireAccessToken: `c.var.caller` is always set there. */
+export type CallerEnv = AppEnv & { Variables: { caller: AccessClaims } };
+
+/** The caller's session row, as long as it is live (a condition on `sessions`). */
+export function callerSession(caller: AccessClaims, now: number): SQL {
+  return and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId), gt(sessions.expiresAt, now))!;
+}
+
+/** The condition that the caller's session is live: part of every statement a session authorizes. */
+export function liveSession(caller: AccessClaims, now: number): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${callerSession(caller, now)})`;
+}
+
+/** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
+export function sessionCheck(db: Database, caller: AccessClaims, now: number) {
+  return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
+}
+
+/**
+ * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
+ * result, or undefined when the session is not live (the caller gets a 401, whatever the query found).
+ * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
+ * D1 runs as a transaction).
+ */
+export async function asCaller<Q extends BatchItem<"sqlite"> & PromiseLike<unknown>>(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  query: Q,
+): Promise<Q["_"]["result"] | undefined> {
+  if (!caller) return (await query);
+  const [live, result] = await db.batch([sessionCheck(db, caller, now), query]);
+  return live.length > 0 ? result : undefined;
+}
+
+/**
+ * The claims of an `Authorization: Bearer <access token>` header, or undefined when there is none or
+ * it is not valid. Checks the signature and the claims only; the session is checked in D1 by the handler.
+ */
+export async function bearerClaims(authorization: string | undefined, jwtSecret: string | undefined): Promise<AccessClaims | undefined> {
+  if (!jwtSecret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot check access tokens");
+  const token = /^Bearer +([^ ]+)$/i.exec(authorization ?? "")?.[1];
+  return token ? verifyAccessToken(token, jwtSecret).catch(() => undefined) : undefined;
+}
+
+/** The accounts area's 401 for a missing, invalid or revoked access token. */
+export function unauthorized(c: Context) {
+  return c.text(AuthMessage.invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });
+}
+
+/** For /auth endpoints that act for a logged-in user: sets `c.var.caller` from a valid access token. */
+export const requireAccessToken = createMiddleware<CallerEnv>(async (c, next) => {
+  const caller = await bearerClaims(c.req.header("Authorization"), c.var.config.jwtSecret);
+  if (!caller) return unauthorized(c);
+  c.set("caller", caller);
+  await next();
+});

@@ -1,0 +1,5 @@
+/** Durations in milliseconds, the unit of every timestamp and lifetime in this project. */
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
