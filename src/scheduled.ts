@@ -3,7 +3,7 @@ import { deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, rese
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
-import { DAY, HOUR } from "./lib/time";
+import { DAY, HOUR } from "./lib/units";
 
 /** An account still unverified this long after registering is deleted, and its address is free again. */
 export const UNVERIFIED_ACCOUNT_TTL_MS = 7 * DAY;

@@ -2,7 +2,7 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
 import type { Database } from "../types";
 import { claimMail, claimWindowSql, CODE_TRIES_PER_HOUR, MAIL_COOLDOWN_MS, mailWait, windowWait } from "./limits";
-import { MINUTE } from "../lib/time";
+import { MINUTE } from "../lib/units";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one

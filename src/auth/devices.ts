@@ -1,5 +1,5 @@
 import { base64url, fromBase64url, macKey, newSessionId } from "../lib/tokens";
-import { DAY, SECOND } from "../lib/time";
+import { DAY, SECOND } from "../lib/units";
 
 /**
  * Device tokens (OWASP's "device cookies"): a device that has logged in to an address holds a token that

@@ -2,7 +2,7 @@ import { and, eq, lte, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { deviceLoginFailures, loginFailures, resetMailAllowances, users } from "../db/schema";
 import type { Database } from "../types";
-import { HOUR, MINUTE } from "../lib/time";
+import { HOUR, KiB, MINUTE } from "../lib/units";
 
 /**
  * Per-account limits against guessing codes, spraying passwords and mail flooding, each keyed so that
@@ -12,6 +12,9 @@ import { HOUR, MINUTE } from "../lib/time";
  * concurrent requests cannot slip past a value read earlier. The per-client limiter is the coarse outer
  * layer.
  */
+
+/** Accounts bodies are a few short fields; 16 KiB is far above any real one. */
+export const AUTH_BODY_LIMIT_BYTES = 16 * KiB;
 
 /** At least this long between two mails to one account (codes of any purpose, registration included). */
 export const MAIL_COOLDOWN_MS = MINUTE;

@@ -1,15 +1,13 @@
 import { Hono } from "hono";
-import { clientRateLimit, KiB, limitBody } from "../lib/guards";
+import { clientRateLimit, limitBody } from "../lib/guards";
 import { methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
+import { AUTH_BODY_LIMIT_BYTES } from "./limits";
 import { AuthMessage } from "./messages";
 import { recovery } from "./recovery";
 import { registration } from "./registration";
 import { sessionRoutes } from "./sessions";
-
-/** Accounts bodies are a few short fields; 16 KiB is far above any real one. */
-export const AUTH_BODY_LIMIT_BYTES = 16 * KiB;
 
 /** The accounts area: one sub-app per flow, mounted at /auth, behind its body limit and per-client limit. */
 export const auth = new Hono<AppEnv>()

@@ -1,6 +1,6 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import { sessions, users } from "../db/schema";
-import { DAY } from "../lib/time";
+import { DAY } from "../lib/units";
 import {
   ACCESS_TOKEN_TTL_SECONDS,
   newSessionId,

@@ -122,7 +122,8 @@ export const DOCS_HTML = `<!doctype html>
     const responses = el("table", {}, ...Object.entries(op.responses).map(([status, reference]) => {
       const r = resolve(reference) || {};
       const content = r.content && Object.values(r.content)[0];
-      const example = content && content.example !== undefined ? (typeof content.example === "string" ? content.example : JSON.stringify(content.example)) : "";
+      const sample = content && (content.example !== undefined ? content.example : Object.values(content.examples || {}).map((e) => e.value)[0]);
+      const example = sample === undefined ? "" : typeof sample === "string" ? sample : JSON.stringify(sample);
       return el("tr", {}, el("td", { className: "status", textContent: status }), el("td", {}, ...rich(r.description)), el("td", {}, example ? el("code", { textContent: example }) : ""));
     }));
     const schema = media ? el("pre", { textContent: JSON.stringify(media.schema, null, 2) }) : "";

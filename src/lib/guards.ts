@@ -4,13 +4,10 @@ import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { errorResponse, setRetryAfter } from "./http";
-import { MINUTE } from "./time";
+import { MINUTE } from "./units";
 
 /** The period of both per-client limiters in wrangler.toml. */
 const CLIENT_LIMIT_PERIOD_MS = MINUTE;
-
-/** A kibibyte, for body limits. */
-export const KiB = 1024;
 
 /**
  * Per-client limit through a Cloudflare Rate Limiting binding on requests of the given methods, keyed by

@@ -5,6 +5,23 @@ import { badRequest, readJsonObject } from "./http";
 
 type ObjectSchema = v.GenericSchema<Record<string, unknown>, Record<string, unknown>>;
 
+const VALIDATES = Symbol("validated part and schema");
+
+/** What a validator checks, for /openapi.json: the request's JSON body or query, and the schema. */
+export interface Validated {
+  target: "json" | "query";
+  schema: v.GenericSchema;
+}
+
+function validates<H extends MiddlewareHandler>(target: Validated["target"], schema: v.GenericSchema, handler: H): H {
+  return Object.assign(handler, { [VALIDATES]: { target, schema } });
+}
+
+/** The part and schema a route handler validates, if it is one of the validators below. */
+export function validatedBy(handler: unknown): Validated | undefined {
+  return typeof handler === "function" && VALIDATES in handler ? (handler[VALIDATES] as Validated) : undefined;
+}
+
 /**
  * Validates the JSON body against `schema` and hands the result to the handler as `c.req.valid("json")`.
  * The body is read by our own parser (any content type, precise messages for malformed JSON); the first
@@ -14,24 +31,24 @@ type ObjectSchema = v.GenericSchema<Record<string, unknown>, Record<string, unkn
 export function jsonBody<S extends ObjectSchema>(
   schema: S,
 ): MiddlewareHandler<AppEnv, string, { in: { json: v.InferInput<S> }; out: { json: v.InferOutput<S> } }> {
-  return async (c, next) => {
+  return validates("json", schema, async (c, next) => {
     const result = v.safeParse(schema, await readJsonObject(c), { abortEarly: true });
     if (!result.success) throw badRequest(result.issues[0].message);
     c.req.addValidatedData("json", result.output);
     await next();
-  };
+  });
 }
 
 /** Validates the query string against `schema`: `c.req.valid("query")`, typed for the client too. */
 export function queryParams<S extends v.GenericSchema<Record<string, string | undefined>, Record<string, unknown>>>(
   schema: S,
 ): MiddlewareHandler<AppEnv, string, { in: { query: v.InferInput<S> }; out: { query: v.InferOutput<S> } }> {
-  return async (c, next) => {
+  return validates("query", schema, async (c, next) => {
     const result = v.safeParse(schema, c.req.query(), { abortEarly: true });
     if (!result.success) throw badRequest(result.issues[0].message);
     c.req.addValidatedData("query", result.output);
     await next();
-  };
+  });
 }
 
 /**

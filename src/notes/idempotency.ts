@@ -5,7 +5,7 @@ import { badRequest } from "../lib/http";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
 import { NoteMessage, noteJsonText } from "./schemas";
-import { DAY } from "../lib/time";
+import { DAY } from "../lib/units";
 
 /**
  * Idempotent creates: `POST /notes` with an `Idempotency-Key` creates its note once; a repeat with the

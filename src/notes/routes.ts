@@ -1,7 +1,7 @@
 import { Hono, type Context, type TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { asCaller } from "../auth/caller";
-import { clientRateLimit, KiB, limitBody } from "../lib/guards";
+import { clientRateLimit, limitBody } from "../lib/guards";
 import { methodNotAllowed } from "../lib/http";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
@@ -10,7 +10,7 @@ import { listNotes } from "./list";
 import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import { CreateNoteBody, ListQuery, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
+import { CreateNoteBody, ListQuery, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
 
 /** The spec's 404 for a note that does not exist. */
 const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
@@ -19,9 +19,6 @@ const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404
 function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
   return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
 }
-
-/** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
-export const NOTES_BODY_LIMIT_BYTES = 1024 * KiB;
 
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).

@@ -2,11 +2,14 @@ import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import * as v from "valibot";
 import { notes } from "../db/schema";
 import { badRequest } from "../lib/http";
+import { KiB } from "../lib/units";
 import { body } from "../lib/validation";
 
 /** The request bodies of the notes area, and every JSON error message it answers with. */
 
 export const MAX_TITLE_CHARS = 200;
+/** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
+export const NOTES_BODY_LIMIT_BYTES = 1024 * KiB;
 
 export const NoteMessage = {
   // From the spec.

@@ -1,0 +1,47 @@
+import { bearerOnly, ref, text, throttled, type Json } from "../docs/describe";
+import { AUTH_BODY_LIMIT_BYTES } from "./limits";
+import { AuthMessage } from "./messages";
+
+/** The OpenAPI answers every accounts endpoint shares, written once for the routes' descriptions. */
+
+export const accountsTag = ["accounts"];
+
+/** Answers any accounts endpoint may give: body too large, the per-client limit, an unexpected failure. */
+export const accountErrors = {
+  "413": text(`Body over ${AUTH_BODY_LIMIT_BYTES / 1024} KiB`, AuthMessage.bodyTooLarge),
+  "429": throttled(text("Per-client rate limit", AuthMessage.clientThrottled)),
+  "500": text("Unexpected failure", AuthMessage.internalError),
+};
+
+const wwwAuthenticate = { "WWW-Authenticate": { description: "`Bearer`", schema: { type: "string" } } };
+
+/** The answers of an accounts endpoint that needs `Authorization: Bearer <access token>`. */
+export const bearerErrors = {
+  "401": { ...text("Missing, invalid or expired access token, or its session has ended", AuthMessage.invalidAccessToken), headers: wwwAuthenticate },
+  "500": text("Unexpected failure", AuthMessage.internalError),
+};
+
+/** `security` and answers of a bearer endpoint. */
+export const bearer = { tags: accountsTag, security: bearerOnly };
+
+/**
+ * The answers of an endpoint that checks the caller's password first: counted on the session, which ends
+ * after five wrong ones.
+ */
+export const passwordChecked = {
+  ...bearerErrors,
+  "401": {
+    ...text(
+      "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password), or a wrong password",
+      AuthMessage.invalidAccessToken,
+      AuthMessage.wrongPassword,
+    ),
+    headers: { "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } } },
+  },
+  "429": throttled(text("Per-client rate limit", AuthMessage.clientThrottled)),
+};
+
+export const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
+
+/** A new pair of tokens, as a refresh answers. */
+export const tokensAnswer: Json = { description: "A new pair of tokens", content: { "application/json": { schema: ref("Tokens") } } };
