@@ -6,7 +6,8 @@ import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession } from "./db/client";
-import { docs } from "./docs/routes";
+import type { RegisteredRoute } from "./docs/openapi";
+import { docsRoutes } from "./docs/routes";
 import { corsPolicy } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
@@ -52,7 +53,8 @@ const app = new Hono<AppEnv>()
   })
   .route("/auth", auth)
   .route("/notes", notesApp)
-  .route("/", docs);
+  // The document lists every route registered here, read when it is first asked for.
+  .route("/", docsRoutes((): readonly RegisteredRoute[] => app.routes));
 
 app.notFound((c) => errorResponse(c, 404, isAccountsPath(c.req.path) ? "Not found." : "Not found"));
 

@@ -1,18 +1,22 @@
 import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
+import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword, verifyPassword } from "../lib/password";
 import type { AccessClaims } from "../lib/tokens";
+import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
-import { claimCodeAttempt, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
+import { callerSession, liveSession, requireAccessToken, unauthorized, type CallerEnv } from "./caller";
+import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
+import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
 import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
 import { sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
-import { callerSession, liveSession, requireAccessToken, unauthorized, type CallerEnv } from "./caller";
+import type { MeJson } from "./shapes";
 
 interface CallerAccount {
   id: number;
@@ -81,13 +85,31 @@ function otherSessions(caller: AccessClaims) {
 
 /** The logged-in user's own account: read it, change its password or address, delete it. */
 export const account = new Hono<AppEnv>()
-  .get("/me", requireAccessToken, async (c) => {
+  .get(
+    "/me",
+    describeRoute({ ...bearer, summary: "Your account", responses: { "200": json("The caller's account", ref("Me")), ...bearerErrors } }),
+    requireAccessToken, async (c) => {
     const user = await callerAccount(c, c.var.caller);
     if (!user) return unauthorized(c);
-    return c.json({ id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() }, 200);
+    const me: MeJson = { id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() };
+    return c.json(me, 200);
   })
 
-  .post("/change-password", requireAccessToken, jsonBody(ChangePasswordBody), async (c) => {
+  .post(
+    "/change-password",
+    describeRoute({
+      ...bearer,
+      summary: "Change your password",
+      description: "Needs the current password. Ends every other session and mails a notice.",
+      requestExample: { current_password: "correct horse battery", new_password: "a new long password" },
+      responses: {
+        "200": text("Changed", AuthMessage.passwordChanged),
+        "400": text("Missing or malformed fields", AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings, ...passwordRules, ...badJson),
+        ...passwordChecked,
+      },
+    }),
+    requireAccessToken,
+    jsonBody(ChangePasswordBody), async (c) => {
     const { current_password: currentPassword, new_password: newPassword } = c.req.valid("json");
     const { config, db, log } = c.var;
     const caller = c.var.caller;
@@ -106,7 +128,30 @@ export const account = new Hono<AppEnv>()
     return c.text(AuthMessage.passwordChanged, 200);
   })
 
-  .post("/change-email", requireAccessToken, jsonBody(ChangeEmailBody), async (c) => {
+  .post(
+    "/change-email",
+    describeRoute({
+      ...bearer,
+      summary: "Ask to change your e-mail address",
+      description: `Needs the password; mails a 6-digit code to the new address (valid ${CODE_TTL_MS / MINUTE} minutes), within the account's mail allowance.`,
+      requestExample: { password: "correct horse battery", new_email: "ada@new.example" },
+      responses: {
+        "200": text("Code sent", AuthMessage.emailChangeSent),
+        "400": text(
+          "Missing or malformed fields, or the current address",
+          AuthMessage.changeEmailRequired,
+          AuthMessage.changeEmailStrings,
+          AuthMessage.invalidEmail,
+          AuthMessage.sameEmail,
+          ...badJson,
+        ),
+        "409": text("The new address belongs to another account", AuthMessage.userExists),
+        ...passwordChecked,
+        "429": throttled(text("Mail allowance used up, or the per-client limit", AuthMessage.emailChangeThrottled, AuthMessage.clientThrottled)),
+      },
+    }),
+    requireAccessToken,
+    jsonBody(ChangeEmailBody), async (c) => {
     const { password, new_email: newEmail } = c.req.valid("json");
     const { config, db, log } = c.var;
     const caller = c.var.caller;
@@ -127,7 +172,24 @@ export const account = new Hono<AppEnv>()
     return c.text(AuthMessage.emailChangeSent, 200);
   })
 
-  .post("/confirm-email-change", requireAccessToken, jsonBody(ConfirmEmailChangeBody), async (c) => {
+  .post(
+    "/confirm-email-change",
+    describeRoute({
+      ...bearer,
+      summary: "Confirm the new e-mail address",
+      description: "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
+      requestExample: { token: "123456" },
+      responses: {
+        "200": text("Changed", AuthMessage.emailChanged),
+        "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
+        "401": text("Wrong, expired or voided code, or an invalid access token", AuthMessage.invalidConfirmationCode, AuthMessage.invalidAccessToken),
+        "409": text("The address was registered by someone else meanwhile", AuthMessage.userExists),
+        ...accountErrors,
+        "429": throttled(text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled)),
+      },
+    }),
+    requireAccessToken,
+    jsonBody(ConfirmEmailChangeBody), async (c) => {
     const { token } = c.req.valid("json");
     const { config, db, log } = c.var;
     const caller = c.var.caller;
@@ -173,7 +235,21 @@ export const account = new Hono<AppEnv>()
     return c.text(AuthMessage.emailChanged, 200);
   })
 
-  .delete("/account", requireAccessToken, jsonBody(DeleteAccountBody), async (c) => {
+  .delete(
+    "/account",
+    describeRoute({
+      ...bearer,
+      summary: "Delete your account",
+      description: "Needs the password. Deletes the account, its sessions, codes and notes at once; every token dies.",
+      requestExample: { password: "correct horse battery" },
+      responses: {
+        "204": { description: "Deleted" },
+        "400": text("Missing or malformed password", AuthMessage.passwordRequired, AuthMessage.passwordString, ...badJson),
+        ...passwordChecked,
+      },
+    }),
+    requireAccessToken,
+    jsonBody(DeleteAccountBody), async (c) => {
     const { password } = c.req.valid("json");
     const { db, log } = c.var;
     const caller = c.var.caller;

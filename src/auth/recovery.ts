@@ -1,14 +1,17 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { loginFailures, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
+import { badJson, describeRoute, json, text } from "../docs/describe";
 import { clientKey } from "../lib/client-key";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";
 import { newSessionId } from "../lib/tokens";
+import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
 import { CODE_TTL_MS, codesMatch, generateCode, MAX_CODE_ATTEMPTS } from "./codes";
-import { claimResetMail, resetMailAllowance, resetMailClaimed, resetMailWait } from "./limits";
+import { accountErrors, accountsTag, passwordRules } from "./docs";
+import { claimResetMail, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR, resetMailAllowance, resetMailClaimed, resetMailWait } from "./limits";
 import { sendPasswordChangedNotice, sendPasswordResetCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { ForgotPasswordBody, ResetPasswordBody } from "./schemas";
@@ -76,7 +79,30 @@ async function claimResetTry(db: Database, email: string, requestId: string, now
 }
 
 export const recovery = new Hono<AppEnv>()
-  .post("/forgot-password", jsonBody(ForgotPasswordBody), async (c) => {
+  .post(
+    "/forgot-password",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Ask for a password reset code",
+      description:
+        "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
+        `valid for ${CODE_TTL_MS / MINUTE} minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance: ` +
+        `${RESET_MAILS_PER_HOUR} an hour, of which one client (an IPv4 address or an IPv6 /64) gets at most ${RESET_MAILS_PER_CLIENT_PER_HOUR}, a minute apart.`,
+      requestExample: { email: "ada@example.com" },
+      responses: {
+        "200": json("Accepted", {
+          type: "object",
+          required: ["message", "request_id"],
+          properties: {
+            message: { type: "string", enum: [AuthMessage.resetRequested] },
+            request_id: { type: "string", description: "Opaque; send it to POST /auth/reset-password with the code this request mailed" },
+          },
+        }),
+        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+        ...accountErrors,
+      },
+    }),
+    jsonBody(ForgotPasswordBody), async (c) => {
     const { email } = c.req.valid("json");
     const { config, db, log } = c.var;
 
@@ -96,7 +122,32 @@ export const recovery = new Hono<AppEnv>()
     return c.json({ message: AuthMessage.resetRequested, request_id: requestId }, 200);
   })
 
-  .post("/reset-password", jsonBody(ResetPasswordBody), async (c) => {
+  .post(
+    "/reset-password",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Set a new password with the reset code",
+      description:
+        "Sets the password (register's rules), marks the address verified, ends every session and the login lock, and mails a notice. " +
+        `The code must come with the \`request_id\` of the request that mailed it; ${MAX_CODE_ATTEMPTS} wrong tries void that code, and tries with ` +
+        "other request ids never touch it.",
+      requestExample: { email: "ada@example.com", token: "123456", password: "a new long password", request_id: "q7Vb0c2JmXWb1b4u5mJx8A" },
+      responses: {
+        "200": text("Password set", AuthMessage.passwordReset),
+        "400": text(
+          "Missing or malformed fields",
+          AuthMessage.resetFieldsRequired,
+          AuthMessage.resetFieldsStrings,
+          AuthMessage.requestIdRequired,
+          AuthMessage.requestIdString,
+          ...passwordRules,
+          ...badJson,
+        ),
+        "401": text("Unknown e-mail or request id, wrong, expired or voided code", AuthMessage.invalidResetCode),
+        ...accountErrors,
+      },
+    }),
+    jsonBody(ResetPasswordBody), async (c) => {
     const { email, request_id: requestId, token, password } = c.req.valid("json");
     const { config, db, log } = c.var;
 

@@ -1,19 +1,44 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { users } from "../db/schema";
+import { badJson, describeRoute, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
-import { sendVerificationCode } from "./mails";
 import { hashPassword } from "../lib/password";
+import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { claimCodeAttempt, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode } from "./codes";
+import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode, MAX_CODE_ATTEMPTS } from "./codes";
+import { accountErrors, accountsTag, passwordRules } from "./docs";
+import { CODE_TRIES_PER_HOUR, MAILS_PER_HOUR } from "./limits";
+import { sendVerificationCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "./schemas";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()
-  .post("/register", jsonBody(RegisterBody), async (c) => {
+  .post(
+    "/register",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Register",
+      description: `Creates an unverified account and e-mails a 6-digit code valid for ${CODE_TTL_MS / MINUTE} minutes.`,
+      requestExample: { email: "ada@example.com", password: "correct horse battery" },
+      responses: {
+        "201": text("Created; the code is on its way", AuthMessage.userCreated),
+        "400": text(
+          "Malformed input",
+          ...badJson,
+          AuthMessage.emailAndPasswordRequired,
+          AuthMessage.emailAndPasswordStrings,
+          AuthMessage.invalidEmail,
+          ...passwordRules,
+        ),
+        "409": text("E-mail already registered", AuthMessage.userExists),
+        ...accountErrors,
+      },
+    }),
+    jsonBody(RegisterBody), async (c) => {
     const { email, password } = c.req.valid("json");
     const { config, db, log } = c.var;
 
@@ -41,7 +66,21 @@ export const registration = new Hono<AppEnv>()
     return c.text(AuthMessage.userCreated, 201);
   })
 
-  .post("/resend-verification", jsonBody(ResendVerificationBody), async (c) => {
+  .post(
+    "/resend-verification",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Send the verification code again",
+      description: `Same answer for every well-formed request; mails only an unverified account, at most once a minute and ${MAILS_PER_HOUR} times an hour.`,
+      requestExample: { email: "ada@example.com" },
+      responses: {
+        "200": text("Accepted", AuthMessage.resendAccepted),
+        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+        ...accountErrors,
+        "429": throttled(text("Mail cooldown or hourly cap, or the per-client limit", AuthMessage.mailThrottled, AuthMessage.clientThrottled)),
+      },
+    }),
+    jsonBody(ResendVerificationBody), async (c) => {
     const { email } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
@@ -54,7 +93,22 @@ export const registration = new Hono<AppEnv>()
     return c.text(AuthMessage.resendAccepted, 200);
   })
 
-  .post("/verify-email", jsonBody(VerifyEmailBody), async (c) => {
+  .post(
+    "/verify-email",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Verify the e-mail address",
+      description: `Confirms the code. ${MAX_CODE_ATTEMPTS} wrong codes void it; ${CODE_TRIES_PER_HOUR} failures in an hour block verification for the hour.`,
+      requestExample: { email: "ada@example.com", token: "123456" },
+      responses: {
+        "200": text("Verified", AuthMessage.emailVerified),
+        "400": text("Missing or malformed fields", AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings, ...badJson),
+        "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidToken),
+        ...accountErrors,
+        "429": throttled(text("Too many failures, or the per-client limit", AuthMessage.verifyThrottled, AuthMessage.clientThrottled)),
+      },
+    }),
+    jsonBody(VerifyEmailBody), async (c) => {
     const { email, token } = c.req.valid("json");
     const { db, log } = c.var;
 

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { clientRateLimit, limitBody } from "../lib/guards";
-import { methodNotAllowed } from "../lib/http";
+import { allowedMethods, methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
 import { AUTH_BODY_LIMIT_BYTES } from "./limits";
@@ -17,21 +17,4 @@ export const auth = new Hono<AppEnv>()
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.
-const methods: Record<string, string> = {
-  "/register": "POST",
-  "/resend-verification": "POST",
-  "/verify-email": "POST",
-  "/login": "POST",
-  "/refresh": "POST",
-  "/logout": "POST",
-  "/sessions": "GET, DELETE",
-  "/sessions/:id": "DELETE",
-  "/me": "GET",
-  "/forgot-password": "POST",
-  "/reset-password": "POST",
-  "/change-password": "POST",
-  "/change-email": "POST",
-  "/confirm-email-change": "POST",
-  "/account": "DELETE",
-};
-for (const [path, allow] of Object.entries(methods)) auth.all(path, methodNotAllowed(allow));
+for (const [path, allow] of allowedMethods(auth.routes)) auth.all(path, methodNotAllowed(allow));

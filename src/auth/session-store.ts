@@ -20,7 +20,7 @@ export const SESSION_ABSOLUTE_MS = 90 * DAY;
 /** For this long after a refresh, the refresh token it replaced still refreshes (to the same new token). */
 export const REFRESH_GRACE_MS = 10_000;
 /** What is kept of a User-Agent header. */
-const USER_AGENT_CHARS = 200;
+export const USER_AGENT_CHARS = 200;
 
 /** The User-Agent as a session shows it: control characters out, white space folded, at most 200 characters. */
 export function shortUserAgent(header: string | undefined): string | null {

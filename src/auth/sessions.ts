@@ -1,20 +1,24 @@
 import { and, desc, eq, gt, ne } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import { Hono, type Context } from "hono";
 import { ConfigError } from "../config";
-import type { BatchItem } from "drizzle-orm/batch";
 import { sessions, users } from "../db/schema";
+import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { verifyPassword } from "../lib/password";
 import { readRefreshToken } from "../lib/tokens";
+import { MINUTE, SECOND } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
+import { callerSession, liveSession, requireAccessToken, sessionCheck, unauthorized } from "./caller";
 import { issueDeviceToken, maybeDeviceToken, readDeviceToken } from "./devices";
-import { loginCounter } from "./limits";
+import { accountErrors, accountsTag, bearer, bearerErrors } from "./docs";
+import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS, loginCounter } from "./limits";
 import { AuthMessage } from "./messages";
 import { LoginBody, RefreshBody } from "./schemas";
-import { callerSession, liveSession, requireAccessToken, sessionCheck, unauthorized } from "./caller";
-import { createSession, rotateSession, sessionTokens, shortUserAgent } from "./session-store";
+import { createSession, REFRESH_GRACE_MS, rotateSession, sessionTokens, shortUserAgent } from "./session-store";
+import type { LoginJson, SessionJson, TokensJson } from "./shapes";
 
 function jwtSecretOf(c: Context<AppEnv>): string {
   const secret = c.var.config.jwtSecret;
@@ -48,12 +52,33 @@ export async function openSession(
     sessionTokens({ userId: account.id, sessionId: session.id }, 0, secret, log),
     issueDeviceToken(secret, account.email, account.checkedHash, now, deviceId),
   ]);
-  return c.json({ ...tokens, device_token: deviceToken }, 200);
+  const answer: LoginJson = { ...tokens, device_token: deviceToken };
+  return c.json(answer, 200);
 }
 
 /** Sessions: log in, refresh, log out, and the caller's list of sessions (devices). */
 export const sessionRoutes = new Hono<AppEnv>()
-  .post("/login", jsonBody(LoginBody), async (c) => {
+  .post(
+    "/login",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Log in",
+      description:
+        "Starts a session: an access token (JWT, one hour), a refresh token and a device token. " +
+        `${LOGIN_FAILURES_BEFORE_LOCK} attempts (failed or in flight) without a device token lock the address for ${LOGIN_LOCK_MS / MINUTE} minutes; ` +
+        `a valid device token of the address is judged on that device's own attempts instead (${DEVICE_FAILURES_BEFORE_LOCK} lock the device ` +
+        `for ${DEVICE_LOCK_MS / MINUTE} minutes). Any other device_token counts as none.`,
+      requestExample: { email: "ada@example.com", password: "correct horse battery" },
+      responses: {
+        "200": json("Logged in", ref("Login")),
+        "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
+        "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
+        "403": text("E-mail not verified", AuthMessage.notVerified),
+        ...accountErrors,
+        "429": throttled(text("Address (or device) locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled)),
+      },
+    }),
+    jsonBody(LoginBody), async (c) => {
     const { email, password, device_token: deviceToken } = c.req.valid("json");
     const { config, db, log } = c.var;
     const now = Date.now();
@@ -91,7 +116,23 @@ export const sessionRoutes = new Hono<AppEnv>()
     return openSession(c, { id: user.id, email, checkedHash: user.password }, deviceId, [counter.release(claim.lockedUntil)]);
   })
 
-  .post("/refresh", jsonBody(RefreshBody), async (c) => {
+  .post(
+    "/refresh",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Refresh the tokens",
+      description:
+        `Exchanges the refresh token for a new pair (rotation). The replaced token still gives the same new pair for ${REFRESH_GRACE_MS / SECOND} seconds ` +
+        "(concurrent refreshes of one app); after that, presenting it again ends the whole session.",
+      requestExample: { refresh_token: "AAAAAAAAAAAAAAAAAAAAAA.0.…" },
+      responses: {
+        "200": json("A new pair of tokens", ref("Tokens")),
+        "400": text("Missing or malformed field", AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString, ...badJson),
+        "401": text("Malformed, unknown, replaced, expired or revoked refresh token", AuthMessage.invalidRefreshToken),
+        ...accountErrors,
+      },
+    }),
+    jsonBody(RefreshBody), async (c) => {
     const { refresh_token: refreshToken } = c.req.valid("json");
     const { db, log } = c.var;
     const secret = jwtSecretOf(c);
@@ -101,10 +142,19 @@ export const sessionRoutes = new Hono<AppEnv>()
     const { rotated, revoked } = await rotateSession(db, claims, Date.now());
     if (revoked) log.warn("refresh_token_reused", { userId: revoked.userId, sessionId: claims.sessionId, detail: "session revoked" });
     if (!rotated) return c.text(AuthMessage.invalidRefreshToken, 401);
-    return c.json(await sessionTokens({ userId: rotated.userId, sessionId: claims.sessionId }, rotated.generation, secret, log), 200);
+    const answer: TokensJson = await sessionTokens({ userId: rotated.userId, sessionId: claims.sessionId }, rotated.generation, secret, log);
+    return c.json(answer, 200);
   })
 
-  .post("/logout", requireAccessToken, async (c) => {
+  .post(
+    "/logout",
+    describeRoute({
+      ...bearer,
+      summary: "Log out",
+      description: "Ends the session of the access token: its access and refresh tokens are refused from now on.",
+      responses: { "204": { description: "Logged out" }, ...bearerErrors },
+    }),
+    requireAccessToken, async (c) => {
     const { db, log } = c.var;
     const caller = c.var.caller;
     const [ended] = await db.delete(sessions).where(callerSession(caller, Date.now())).returning({ id: sessions.id });
@@ -113,7 +163,15 @@ export const sessionRoutes = new Hono<AppEnv>()
     return c.body(null, 204);
   })
 
-  .get("/sessions", requireAccessToken, async (c) => {
+  .get(
+    "/sessions",
+    describeRoute({
+      ...bearer,
+      summary: "List your sessions",
+      description: "The caller's live sessions (devices), the most recently used first.",
+      responses: { "200": json("The sessions", { type: "array", items: ref("Session") }), ...bearerErrors },
+    }),
+    requireAccessToken, async (c) => {
     const { db } = c.var;
     const caller = c.var.caller;
     const now = Date.now();
@@ -127,7 +185,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     ]);
     if (!live) return unauthorized(c);
     return c.json(
-      list.map((session) => ({
+      list.map((session): SessionJson => ({
         id: session.id,
         created_at: new Date(session.createdAt).toISOString(),
         last_used_at: new Date(session.lastUsedAt).toISOString(),
@@ -139,7 +197,15 @@ export const sessionRoutes = new Hono<AppEnv>()
     );
   })
 
-  .delete("/sessions", requireAccessToken, async (c) => {
+  .delete(
+    "/sessions",
+    describeRoute({
+      ...bearer,
+      summary: "End your other sessions",
+      description: "Ends every session of the caller except the current one.",
+      responses: { "204": { description: "Ended" }, ...bearerErrors },
+    }),
+    requireAccessToken, async (c) => {
     const { db } = c.var;
     const caller = c.var.caller;
     const now = Date.now();
@@ -150,7 +216,15 @@ export const sessionRoutes = new Hono<AppEnv>()
     return live ? c.body(null, 204) : unauthorized(c);
   })
 
-  .delete("/sessions/:id", requireAccessToken, async (c) => {
+  .delete(
+    "/sessions/:id",
+    describeRoute({
+      ...bearer,
+      summary: "End one of your sessions",
+      parameters: [{ name: "id", in: "path", required: true, description: "A session id from GET /auth/sessions", schema: { type: "string" } }],
+      responses: { "204": { description: "Ended" }, "404": text("No such session of the caller", AuthMessage.sessionNotFound), ...bearerErrors },
+    }),
+    requireAccessToken, async (c) => {
     const { db } = c.var;
     const caller = c.var.caller;
     const now = Date.now();

@@ -19,7 +19,7 @@ export function databaseOf(client: D1Client): Database {
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 
 /** A bookmark as D1 hands them out: four lower-case hex groups, ordered as the database's history. */
-const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+export const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 export function isBookmark(value: string): boolean {
   return BOOKMARK.test(value);

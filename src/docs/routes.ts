@@ -1,14 +1,43 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../types";
-import { openApiDocument } from "./openapi";
+import { describeRoute, json } from "./describe";
+import { openApiDocument, type RegisteredRoute } from "./openapi";
 import { DOCS_HTML } from "./page";
 
-// Built once per isolate: the document depends only on the code.
-let document: ReturnType<typeof openApiDocument> | undefined;
+const docsTag = ["docs"];
 
-export const docs = new Hono<AppEnv>()
-  // The root has no API of its own: a person who opens it lands on the reference. 302, not 301, so
-  // that no browser remembers it should the root ever answer something else.
-  .get("/", (c) => c.redirect("/docs", 302))
-  .get("/openapi.json", (c) => c.json((document ??= openApiDocument()), 200))
-  .get("/docs", (c) => c.html(DOCS_HTML, 200));
+/**
+ * GET /, /openapi.json and /docs. The document is built from the routes of the whole app, which the app
+ * hands in (`routesOf`), once per isolate: it depends only on the code.
+ */
+export function docsRoutes(routesOf: () => readonly RegisteredRoute[]) {
+  let document: ReturnType<typeof openApiDocument> | undefined;
+  return (
+    new Hono<AppEnv>()
+      // The root has no API of its own: a person who opens it lands on the reference. 302, not 301, so
+      // that no browser remembers it should the root ever answer something else.
+      .get(
+        "/",
+        describeRoute({
+          tags: docsTag,
+          summary: "Redirects to /docs",
+          responses: { "302": { description: "To the interactive reference", headers: { Location: { description: "`/docs`", schema: { type: "string" } } } } },
+        }),
+        (c) => c.redirect("/docs", 302),
+      )
+      .get(
+        "/openapi.json",
+        describeRoute({ tags: docsTag, summary: "This document", responses: { "200": json("OpenAPI 3.1", { type: "object" }) } }),
+        (c) => c.json((document ??= openApiDocument(routesOf())), 200),
+      )
+      .get(
+        "/docs",
+        describeRoute({
+          tags: docsTag,
+          summary: "Interactive reference",
+          responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
+        }),
+        (c) => c.html(DOCS_HTML, 200),
+      )
+  );
+}

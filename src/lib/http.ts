@@ -18,6 +18,20 @@ export function errorResponse(c: Context, status: ContentfulStatusCode, message:
   return isAccountsPath(c.req.path) ? c.text(message, status) : c.json({ error: message }, status);
 }
 
+/**
+ * The methods each path of an app serves, in the order they were registered, as an `Allow` value: the
+ * 405s are derived from the routes themselves, so a new route can never be missing from them.
+ */
+export function allowedMethods(routes: readonly { method: string; path: string }[]): Map<string, string> {
+  const methods = new Map<string, string[]>();
+  for (const { method, path } of routes) {
+    if (method === "ALL") continue;
+    const list = methods.get(path) ?? [];
+    if (!list.includes(method)) methods.set(path, [...list, method]);
+  }
+  return new Map([...methods].map(([path, list]) => [path, list.join(", ")]));
+}
+
 /** Handler for a known path reached with a method it does not serve (plain text in both areas, per the spec). */
 export function methodNotAllowed(allow: string) {
   return (c: Context) => c.text(METHOD_NOT_ALLOWED, 405, { Allow: allow });

@@ -1,19 +1,22 @@
 import { Hono, type Context, type TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { asCaller } from "../auth/caller";
+import { badJson, describeRoute, json, jsonError, ref } from "../docs/describe";
 import { clientRateLimit, limitBody } from "../lib/guards";
-import { methodNotAllowed } from "../lib/http";
+import { allowedMethods, methodNotAllowed } from "../lib/http";
+import { HOUR } from "../lib/units";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
+import { badNoteId, idParameter, notesErrors, notesOperation, noteNotFound, noteWriteErrors } from "./docs";
+import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
 import { listNotes } from "./list";
-import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import { CreateNoteBody, ListQuery, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
+import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
+import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
 
 /** The spec's 404 for a note that does not exist. */
-const noteNotFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
+const notFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 
 /** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
 function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
@@ -26,7 +29,28 @@ export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
   .use(requireNotesAuth)
-  .get("/", queryParams(ListQuery), async (c) => {
+  .get(
+    "/",
+    describeRoute({
+      ...notesOperation,
+      summary: "List or search notes",
+      description:
+        `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
+        "With `q`, a search: the notes whose title or content contain every word, best match first (a title match ranks above a content match), " +
+        `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
+      responses: {
+        "200": json("The notes", { type: "array", items: ref("Note") }, { Link: { description: "The next page, when paging", schema: { type: "string" } } }),
+        "400": jsonError(
+          "Bad paging or search parameters",
+          `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
+          "after must be an integer",
+          NoteMessage.searchEmpty,
+          "offset must be an integer of at least 0",
+        ),
+        ...notesErrors,
+      },
+    }),
+    queryParams(ListQuery), async (c) => {
     const { limit, after, q, offset } = c.req.valid("query");
     const { db, log, caller } = c.var;
     if (q !== undefined) {
@@ -44,7 +68,46 @@ export const notesApp = new Hono<AppEnv>()
     if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
     return jsonText<NoteJson[], 200>(c, list.body, 200);
   })
-  .post("/", jsonBody(CreateNoteBody), async (c) => {
+  .post(
+    "/",
+    describeRoute({
+      ...notesOperation,
+      summary: "Create a note",
+      description:
+        `With \`${IDEMPOTENCY_KEY_HEADER}\` the request can be retried safely for ${IDEMPOTENCY_KEY_TTL_MS / HOUR} hours: the first creates the note, ` +
+        "a repeat with the same key and the same title and content creates nothing and gets the first answer again, byte for byte, with " +
+        `\`${IDEMPOTENT_REPLAYED_HEADER}: true\`. Keys belong to the caller (to the user with NOTES_AUTH=required). ` +
+        "A repeat sent while the first is being processed waits for it and gets the replay.",
+      parameters: [
+        {
+          name: IDEMPOTENCY_KEY_HEADER,
+          in: "header",
+          required: false,
+          description: "1 to 255 visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)",
+          schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+        },
+      ],
+      requestExample: { title: "First", content: "Hello" },
+      responses: {
+        "201": json("Created, or (with `Idempotent-Replayed: true`) the stored answer to the key's first request", ref("Note"), {
+          [IDEMPOTENT_REPLAYED_HEADER]: { description: "`true` on a replay", schema: { type: "string", enum: ["true"] } },
+        }),
+        "409": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\`'s first request has not finished`, NoteMessage.idempotencyKeyInProgress),
+        "422": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\` was used with another title or content`, NoteMessage.idempotencyKeyReused),
+        "400": jsonError(
+          "Malformed input",
+          NoteMessage.invalidIdempotencyKey,
+          NoteMessage.titleRequired,
+          NoteMessage.contentRequired,
+          NoteMessage.titleEmpty,
+          NoteMessage.titleTooLong,
+          ...badJson,
+        ),
+        ...noteWriteErrors,
+        ...notesErrors,
+      },
+    }),
+    jsonBody(CreateNoteBody), async (c) => {
     const { title, content } = c.req.valid("json");
     const { db, caller } = c.var;
     const now = Date.now();
@@ -63,15 +126,47 @@ export const notesApp = new Hono<AppEnv>()
   })
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
-  .get("/:id", async (c) => {
+  .get(
+    "/:id",
+    describeRoute({
+      ...notesOperation,
+      summary: "Read a note",
+      parameters: [idParameter],
+      responses: { "200": json("The note", ref("Note")), "400": badNoteId, "404": noteNotFound, ...notesErrors },
+    }),
+    async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
     const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
     if (!found) return notesUnauthorized(c);
-    return found[0] ? jsonText<NoteJson, 200>(c, found[0].json, 200) : noteNotFound(c);
+    return found[0] ? jsonText<NoteJson, 200>(c, found[0].json, 200) : notFound(c);
   })
-  .patch("/:id", jsonBody(UpdateNoteBody), async (c) => {
+  .patch(
+    "/:id",
+    describeRoute({
+      ...notesOperation,
+      summary: "Update a note partially",
+      description: "Changes only the fields present; `{}` changes nothing and returns the note.",
+      parameters: [idParameter],
+      requestExample: { content: "Hello again" },
+      responses: {
+        "200": json("The note after the update", ref("Note")),
+        "400": jsonError(
+          "Bad id or malformed input",
+          NoteMessage.invalidId,
+          NoteMessage.titleNotString,
+          NoteMessage.contentNotString,
+          NoteMessage.titleEmpty,
+          NoteMessage.titleTooLong,
+          ...badJson,
+        ),
+        "404": noteNotFound,
+        ...noteWriteErrors,
+        ...notesErrors,
+      },
+    }),
+    jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { title, content } = c.req.valid("json");
     const { db, caller } = c.var;
@@ -83,21 +178,31 @@ export const notesApp = new Hono<AppEnv>()
         : updateNote(db, id, caller, now, title ?? null, content ?? null);
     const updated = await asCaller(db, caller, now, query);
     if (!updated) return notesUnauthorized(c);
-    return updated[0] ? jsonText<NoteJson, 200>(c, updated[0].json, 200) : noteNotFound(c);
+    return updated[0] ? jsonText<NoteJson, 200>(c, updated[0].json, 200) : notFound(c);
   })
-  .delete("/:id", async (c) => {
+  .delete(
+    "/:id",
+    describeRoute({
+      ...notesOperation,
+      summary: "Delete a note",
+      parameters: [idParameter],
+      responses: { "204": { description: "Deleted" }, "400": badNoteId, "404": noteNotFound, "429": noteWriteErrors["429"], ...notesErrors },
+    }),
+    async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
     const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now));
     if (!deleted) return notesUnauthorized(c);
-    return deleted[0] ? c.body(null, 204) : noteNotFound(c);
+    return deleted[0] ? c.body(null, 204) : notFound(c);
   });
 
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
 // above, so that the exported app type (and with it the typed client) lists only the methods that exist.
-notesApp.all("/", methodNotAllowed("GET, POST"));
-notesApp.all("/:id", (c) => {
-  parseNoteId(c.req.param("id"));
-  return methodNotAllowed("GET, PATCH, DELETE")(c);
-});
+for (const [path, allow] of allowedMethods(notesApp.routes)) {
+  notesApp.all(path, (c) => {
+    const id = c.req.param("id");
+    if (id !== undefined) parseNoteId(id);
+    return methodNotAllowed(allow)(c);
+  });
+}

@@ -83,16 +83,16 @@ export const ListQuery = v.pipe(
       v.pipe(
         v.string(),
         v.check((raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_PAGE_SIZE, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`),
-        v.transform(Number),
         v.description(`Page size, 1 to ${MAX_PAGE_SIZE}. Without it the whole list is returned.`),
+        v.transform(Number),
       ),
     ),
     after: v.optional(
       v.pipe(
         v.string(),
         v.check((raw) => safeInteger(raw) !== undefined, "after must be an integer"),
-        v.transform(Number),
         v.description("Return notes with ids greater than this (the last id of the previous page)."),
+        v.transform(Number),
       ),
     ),
     q: v.optional(
@@ -108,8 +108,8 @@ export const ListQuery = v.pipe(
       v.pipe(
         v.string(),
         v.check((raw) => (safeInteger(raw) ?? -1) >= 0, "offset must be an integer of at least 0"),
-        v.transform(Number),
         v.description("With q: how many ranked notes to skip (the next page's Link carries it)."),
+        v.transform(Number),
       ),
     ),
   }),
@@ -118,14 +118,17 @@ export const ListQuery = v.pipe(
   v.check((query) => query.offset === undefined || query.q !== undefined, "offset is only allowed together with q"),
 );
 
-/** A note as the API shows it, with the spec's field names (the owner is never shown). */
-export interface NoteJson {
-  id: number;
-  title: string;
-  content: string;
-  /** `Date.prototype.toISOString()` of the creation time. */
-  created_at: string;
-}
+/**
+ * A note as the API shows it, with the contract's field names (the owner is never shown): the TypeScript
+ * type (and so the typed client) and the OpenAPI schema both derive from this.
+ */
+export const Note = v.object({
+  id: v.pipe(v.number(), v.integer()),
+  title: v.pipe(v.string(), v.maxLength(MAX_TITLE_CHARS)),
+  content: v.string(),
+  created_at: v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 (`Date.prototype.toISOString()`), set at creation")),
+});
+export type NoteJson = v.InferOutput<typeof Note>;
 
 /**
  * Epoch milliseconds as `Date.prototype.toISOString()` writes them (`2026-01-02T03:04:05.678Z`), in SQL.

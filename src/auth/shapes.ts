@@ -1,0 +1,52 @@
+import * as v from "valibot";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../lib/tokens";
+import { DAY, SECOND } from "../lib/units";
+import { DEVICE_TOKEN_TTL_SECONDS } from "./devices";
+import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./session-store";
+
+/**
+ * The JSON answers of the accounts area, each defined once: the handlers' TypeScript types (and so the
+ * typed client) and the schemas of /openapi.json both derive from these.
+ */
+
+const described = <S extends v.GenericSchema>(schema: S, description: string) => v.pipe(schema, v.description(description));
+const isoTime = (description: string) => v.pipe(v.string(), v.isoTimestamp(), v.description(description));
+
+/** The answer of a refresh: a new pair of tokens. */
+export const Tokens = v.object({
+  token: described(v.string(), "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + " + ACCESS_TOKEN_TTL_SECONDS),
+  refresh_token: described(v.string(), "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)."),
+  expires_in: described(v.pipe(v.number(), v.integer()), `Seconds the access token lives: ${ACCESS_TOKEN_TTL_SECONDS}`),
+});
+export type TokensJson = v.InferOutput<typeof Tokens>;
+
+/** The answer of a login: the tokens, and the device token for this device's next logins. */
+export const Login = v.object({
+  ...Tokens.entries,
+  device_token: described(
+    v.string(),
+    `Opaque, good for ${(DEVICE_TOKEN_TTL_SECONDS * SECOND) / DAY} days or until the password changes: send it with this device's next logins ` +
+      "(`device_token`), which are then judged on this device's own failed logins, not refused for the address's lock.",
+  ),
+});
+export type LoginJson = v.InferOutput<typeof Login>;
+
+/** One of the caller's sessions (devices). */
+export const Session = v.object({
+  id: v.string(),
+  created_at: isoTime("The login"),
+  last_used_at: isoTime("The last login or refresh"),
+  expires_at: isoTime(`${SESSION_IDLE_MS / DAY} days after the last refresh, at most ${SESSION_ABSOLUTE_MS / DAY} days after the login`),
+  user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
+  current: described(v.boolean(), "True for the session of the token that asked"),
+});
+export type SessionJson = v.InferOutput<typeof Session>;
+
+/** The caller's account. */
+export const Me = v.object({
+  id: v.pipe(v.number(), v.integer()),
+  email: v.string(),
+  verified: v.boolean(),
+  created_at: v.pipe(v.string(), v.isoTimestamp()),
+});
+export type MeJson = v.InferOutput<typeof Me>;
