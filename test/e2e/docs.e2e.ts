@@ -8,6 +8,7 @@
  *   worker sees wrangler.toml's [vars] and the `--var`s below only; mail is unconfigured.
  * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
  *   never downloads a browser.
+ * - Validates /openapi.json against the official OpenAPI 3.1 schema.
  * - Checks that every operation of /openapi.json is on the page exactly once, creates a note with the
  *   page's own form (POST /notes, prefilled example body) and reads it back through the API and through
  *   the page, and that the page talked to no origin but the worker's and logged no error.
@@ -21,6 +22,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -243,6 +245,16 @@ test("the worker runs without the developer's .dev.vars, .env or shell variables
   // wrangler names every file it takes secrets from, and lists the bindings (secrets only by name).
   assert.doesNotMatch(workerOutput, /Using secrets defined in/);
   assert.doesNotMatch(workerOutput, /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
+});
+
+// The Workers runtime that runs the other tests forbids generating code, which every full JSON Schema
+// 2020-12 validator does; so the document is validated here, in Node, against the official schema.
+test("/openapi.json is valid OpenAPI 3.1 under the official schema", async () => {
+  const validator = new Validator();
+  const result = await validator.validate(await (await fetch(`${origin}/openapi.json`)).text());
+  assert.equal(validator.version, "3.1");
+  assert.deepEqual(result.errors ?? [], []);
+  assert.equal(result.valid, true);
 });
 
 test("every operation of /openapi.json is on /docs exactly once", async () => {
