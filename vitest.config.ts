@@ -12,7 +12,7 @@ export default defineConfig(async () => {
           wrangler: { configPath: "./wrangler.toml" },
           miniflare: {
             // A second, never-migrated database: a real D1 whose tables are missing. A third, LIST_DB,
-            // belongs to test/notes-list.test.ts alone: it holds an exact set of notes and loses its
+            // belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
             // table mid-response, which the shared DB cannot do without disturbing other tests.
             // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
             // migration index the notes written before it.
@@ -30,7 +30,7 @@ export default defineConfig(async () => {
               JWT_SECRET_KEY: "test-secret-0123456789abcdef0123456789",
               // Low cost keeps the suite fast; production reads BCRYPT_COST (default 10).
               BCRYPT_COST: "4",
-              // The per-client limiter is tested on its own (test/security.test.ts) with RATE_LIMITS on.
+              // The per-client limiter is tested on its own (test/lib/guards.test.ts) with RATE_LIMITS on.
               RATE_LIMITS: "off",
             },
           },

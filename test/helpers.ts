@@ -1,8 +1,11 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { vi } from "vitest";
+import { decodeJwt } from "jose";
 import PostalMime from "postal-mime";
+import * as v from "valibot";
+import { expect, vi } from "vitest";
 import worker from "../src/index";
+import { MINUTE } from "../src/lib/units";
 import type { Bindings } from "../src/types";
 import type { ReceivedMail, SmtpPeer } from "./smtp/types";
 
@@ -218,3 +221,234 @@ export function captureLogs(): Array<Record<string, unknown>> {
   }
   return lines;
 }
+
+export interface StoredSession {
+  id: string;
+  user_id: number;
+  created_at: number;
+  last_used_at: number;
+  expires_at: number;
+  generation: number;
+  rotated_at: number;
+  user_agent: string | null;
+}
+
+export function sessionIdOf(token: string): string {
+  return decodeJwt(token).sid as string;
+}
+
+export async function storedSession(id: string): Promise<StoredSession | null> {
+  return env.DB.prepare("SELECT * FROM sessions WHERE id = ?").bind(id).first<StoredSession>();
+}
+
+export const RESET_REQUESTED = "If this email belongs to an account, a password reset code has been sent.";
+
+export const Subject = {
+  reset: "Reset Your Password",
+  passwordChanged: "Your Password Was Changed",
+  confirmNewEmail: "Confirm Your New Email Address",
+  emailChanged: "Your Email Address Was Changed",
+} as const;
+
+export interface ParsedMail {
+  from: string | undefined;
+  subject: string;
+  text: string;
+}
+
+/** The request_id of the last forgot-password answer for each address (as the app normalizes it). */
+export const lastRequestIds = new Map<string, string>();
+
+/** Keeps the answer's request_id for reset() (read from a copy: the caller reads the answer itself). */
+export async function keepRequestId(email: string, response: Response): Promise<Response> {
+  const body: unknown = await response.clone().json();
+  if (typeof body === "object" && body !== null && "request_id" in body && typeof body.request_id === "string") {
+    lastRequestIds.set(email.trim().toLowerCase(), body.request_id);
+  }
+  return response;
+}
+
+/** The answer of forgot-password, the same for every address. */
+export const ACCEPTED = { status: 200, type: JSON_TYPE, body: { message: RESET_REQUESTED, request_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) } };
+
+export async function forgot(email: string): Promise<Response> {
+  return keepRequestId(email, await call("POST", "/auth/forgot-password", { email }));
+}
+
+/**
+ * Registration with the mail account unset: the same account, allowance claimed included, without the
+ * SMTP conversation (about 0.1 s a mail), for tests that read none of its mails.
+ */
+export function quietRegister(email: string, password = PASSWORD): Promise<Response> {
+  return callWithEnv({ MAIL_EMAIL: " " }, "POST", "/auth/register", { email, password });
+}
+
+/** A verified account made without a mail (see quietRegister): the code is read from D1. */
+export async function account(password = PASSWORD): Promise<string> {
+  const email = randomEmail();
+  expect((await quietRegister(email, password)).status).toBe(201);
+  expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(200);
+  return email;
+}
+
+/** The account's last mail moved back past the 60-second cooldown (the hourly cap still counts), reset mails' too. */
+export async function pastCooldown(email: string): Promise<void> {
+  await setUser(email, { lastMailAt: Date.now() - MINUTE });
+  await env.DB.prepare("UPDATE reset_mail_allowances SET last_mail_at = ? WHERE email = ?").bind(Date.now() - MINUTE, email).run();
+}
+
+/** Every mail sent to `address` with `subject`, oldest first, parsed. */
+export async function mailsWithSubject(address: string, subject: string): Promise<ParsedMail[]> {
+  const parsed: ParsedMail[] = [];
+  for (const mail of await mailsTo(address)) {
+    const message = await PostalMime.parse(mail.raw);
+    if (message.subject !== subject) continue;
+    const from = message.from ? `${message.from.name} <${message.from.address}>` : undefined;
+    parsed.push({ from, subject: message.subject, text: (message.text ?? "").trim() });
+  }
+  return parsed;
+}
+
+/** Waits (up to 2 s) until `address` has `count` mails with `subject`: forgot-password mails after answering. */
+export async function awaitMails(address: string, subject: string, count = 1): Promise<ParsedMail[]> {
+  const deadline = Date.now() + 2_000;
+  for (;;) {
+    const mails = await mailsWithSubject(address, subject);
+    if (mails.length >= count || Date.now() > deadline) return mails;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** The 6-digit code of a mail whose text is `<prefix><code>`. */
+export function codeIn(mail: ParsedMail | undefined, prefix: string): string {
+  const match = new RegExp(`^${prefix}(\\d{6})$`).exec(mail?.text ?? "");
+  if (!match) throw new Error(`no code in mail: ${mail?.text}`);
+  return match[1]!;
+}
+
+/** Asks for a reset code (past the cooldown) and returns the code from the newest reset mail. */
+export async function resetCode(email: string): Promise<string> {
+  const before = (await mailsWithSubject(email, Subject.reset)).length;
+  await pastCooldown(email);
+  expect(await jsonOf(await forgot(email))).toEqual(ACCEPTED);
+  const mails = await awaitMails(email, Subject.reset, before + 1);
+  expect(mails).toHaveLength(before + 1);
+  return codeIn(mails.at(-1), "Your password reset code is: ");
+}
+
+export async function count(sql: string, ...params: unknown[]): Promise<number> {
+  return (await env.DB.prepare(sql).bind(...params).first<number>("n"))!;
+}
+
+export const NEW_PASSWORD = "a brand new passphrase";
+
+export const PASSWORD_RESET = "Password has been reset. You can now log in.";
+
+export const INVALID_RESET_CODE = "Invalid or expired reset code.";
+
+export const INVALID_ACCESS = "Invalid or expired access token.";
+
+export const INVALID_REFRESH = "Invalid or expired refresh token.";
+
+export const INVALID_CREDENTIALS = "Invalid email or password.";
+
+export const USER_EXISTS = "User with this email already exists.";
+
+export const LOGIN_LOCKED = "Too many failed login attempts. Please try again later.";
+
+export const PASSWORD_CHANGED_TEXT =
+  "Your password was changed and your other sessions were signed out. If this was not you, reset your password now.";
+
+export function lastRequestId(email: string): string {
+  return lastRequestIds.get(email.trim().toLowerCase()) ?? "no-such-request";
+}
+
+/** A reset with the code of the address's last forgot-password request, unless another request is named. */
+export function reset(email: string, token: string, password = NEW_PASSWORD, requestId = lastRequestId(email)): Promise<Response> {
+  return call("POST", "/auth/reset-password", { email, token, password, request_id: requestId });
+}
+
+export async function loginFailuresRow(email: string) {
+  return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?").bind(email).first<{ failures: number; lockedUntil: number }>();
+}
+
+/** Ten wrong logins: the address is locked, even for the right password. */
+export async function lockLogin(email: string): Promise<void> {
+  for (let i = 0; i < 10; i++) expect((await login(email, "wrong password")).status).toBe(401);
+  expect(await textOf(await login(email))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+}
+
+/** Expects the 401 of a dead access token on /auth/me and of a dead refresh token on /auth/refresh. */
+export async function expectEnded(tokens: Tokens): Promise<void> {
+  expect(await textOf(await me(tokens.token))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+  expect(await textOf(await refresh(tokens.refresh_token))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+}
+
+/**
+ * Sends a request whose database is env.DB, except that its first batch with a statement matching
+ * `pattern` waits: the request is stopped between its checks and its writes while the test sends
+ * others, so that an interleaving an attacker can provoke is pinned deterministically. `release` lets
+ * the batch go and answers the held request's response.
+ */
+export async function holdRequest(pattern: RegExp, send: (db: D1Database) => Promise<Response>): Promise<{ release: () => Promise<Response> }> {
+  let release!: () => void;
+  let reached!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const held = new Promise<void>((resolve) => (reached = resolve));
+  const sqlOf = new WeakMap<D1PreparedStatement, string>();
+  let armed = true;
+  const db = {
+    prepare(query: string) {
+      const statement = env.DB.prepare(query);
+      return {
+        bind(...values: unknown[]) {
+          const bound = statement.bind(...values);
+          sqlOf.set(bound, query);
+          return bound;
+        },
+        all: () => statement.all(),
+        raw: () => statement.raw(),
+        run: () => statement.run(),
+        first: () => statement.first(),
+      };
+    },
+    async batch(statements: D1PreparedStatement[]) {
+      if (armed && statements.some((statement) => pattern.test(sqlOf.get(statement) ?? ""))) {
+        armed = false;
+        reached();
+        await gate;
+      }
+      return env.DB.batch(statements);
+    },
+    // The app reads and writes through a D1 session of the binding (read replication): this one.
+    withSession() {
+      return { prepare: (query: string) => db.prepare(query), batch: (statements: D1PreparedStatement[]) => db.batch(statements), getBookmark: () => null };
+    },
+  };
+  const response = send(db as unknown as D1Database);
+  await Promise.race([
+    held,
+    response.then(() => {
+      throw new Error(`the request answered without a batch matching ${pattern}`);
+    }),
+  ]);
+  return {
+    release: () => {
+      release();
+      return response;
+    },
+  };
+}
+
+/** A login stopped just before it creates its session: the password is checked, the session not yet written. */
+export function heldLogin(email: string, password = PASSWORD) {
+  return holdRequest(/^insert into "sessions"/i, (db) => callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }));
+}
+
+export const WRONG_PASSWORD = "Invalid password.";
+
+export const CREATED = "User created. Please check your email for a verification code.";
+
+export const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
+
+export const error = (status: number, message: string) => ({ status, type: JSON_TYPE, body: { error: message } });

@@ -1,28 +1,37 @@
 import { env } from "cloudflare:workers";
-import PostalMime from "postal-mime";
 import { decodeJwt } from "jose";
+import PostalMime from "postal-mime";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../src/auth/devices";
+import { DAY } from "../../src/lib/units";
 import {
   bearer,
   call,
   callWithEnv,
   fireCron,
+  INVALID_ACCESS,
+  INVALID_CREDENTIALS,
+  INVALID_RESET_CODE,
   JSON_TYPE,
   jsonOf,
   logIn,
+  LOGIN_LOCKED,
   mailsTo,
   me,
+  NEW_PASSWORD,
   otherCode,
   PASSWORD,
+  PASSWORD_RESET,
   randomEmail,
   register,
+  RESET_REQUESTED,
   storedUser,
   tally,
   TEXT,
   textOf,
   verifiedAccount,
+  WRONG_PASSWORD,
 } from "../helpers";
 
 /**
@@ -31,15 +40,6 @@ import {
  * any answer is read), and at the end the whole lock-out script replayed against one owner.
  */
 
-const DAY = 24 * 60 * 60 * 1000;
-const LOGIN_LOCKED = "Too many failed login attempts. Please try again later.";
-const INVALID_CREDENTIALS = "Invalid email or password.";
-const WRONG_PASSWORD = "Invalid password.";
-const INVALID_ACCESS = "Invalid or expired access token.";
-const NEW_PASSWORD = "a brand new passphrase";
-const RESET_REQUESTED = "If this email belongs to an account, a password reset code has been sent.";
-const INVALID_RESET_CODE = "Invalid or expired reset code.";
-const PASSWORD_RESET = "Password has been reset. You can now log in.";
 
 const LoginAnswer = v.strictObject({
   token: v.string(),

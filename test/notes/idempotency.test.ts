@@ -1,13 +1,12 @@
 import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
+import { DAY } from "../../src/lib/units";
 import { requestHash } from "../../src/notes/idempotency";
-import { bearer, call, callWithEnv, fireCron, JSON_TYPE, jsonOf, logIn, storedUser, tally, verifiedAccount } from "../helpers";
+import { bearer, call, callWithEnv, error, fireCron, JSON_TYPE, jsonOf, logIn, Note, storedUser, tally, verifiedAccount } from "../helpers";
 
 /** POST /notes with an Idempotency-Key: each request created once, repeats answered from what was stored. */
 
-const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
-const DAY = 24 * 60 * 60 * 1000;
 const REQUIRED = { NOTES_AUTH: "required" };
 
 /** A fresh key per test: other tests (and files) share the public scope. */
@@ -46,7 +45,6 @@ async function keyRows(key: string): Promise<KeyRow[]> {
   return results;
 }
 
-const error = (status: number, message: string) => ({ status, type: JSON_TYPE, body: { error: message } });
 const BAD_KEY = error(400, "Idempotency-Key must be 1 to 255 visible ASCII characters");
 const REUSED = error(422, "This Idempotency-Key was already used with a different request");
 

@@ -5,11 +5,10 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import { BASE, bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, verifiedAccount } from "../helpers";
+import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, verifiedAccount } from "../helpers";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 
-const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
 const Notes = v.array(Note);
 type NoteJson = v.InferOutput<typeof Note>;
 
@@ -46,7 +45,6 @@ function nextLink(response: Response): string | null {
   return match![1]!;
 }
 
-const error = (status: number, message: string) => ({ status, type: JSON_TYPE, body: { error: message } });
 
 describe("GET /notes?q=", () => {
   it("answers the matching notes as the same note JSON as GET /notes/{id}", async () => {

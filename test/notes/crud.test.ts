@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, JSON_TYPE, jsonOf, TEXT, textOf } from "./helpers";
+import { call, error, JSON_TYPE, jsonOf, TEXT, textOf } from "../helpers";
 
 /** A note as the API renders it. */
 interface NoteJson {
@@ -19,6 +19,7 @@ interface StoredNote {
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 const MAX_SAFE = String(Number.MAX_SAFE_INTEGER); // 9007199254740991
 
 /** A fresh string per call, so a test can find (or not find) exactly its own rows. */
@@ -49,7 +50,6 @@ function asStored(note: NoteJson): StoredNote {
   return { id: note.id, title: note.title, content: note.content, created_at: Date.parse(note.created_at) };
 }
 
-const error = (status: number, message: string) => ({ status, type: JSON_TYPE, body: { error: message } });
 
 describe("GET /notes", () => {
   it("returns 200 JSON with the created notes as exact objects, in ascending id order", async () => {

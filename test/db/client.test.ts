@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { requestSession } from "../src/db/client";
-import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, TEXT, textOf, verifiedAccount } from "./helpers";
+import { requestSession } from "../../src/db/client";
+import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, TEXT, textOf, verifiedAccount } from "../helpers";
 
 /** D1 read replication: every request runs in a D1 session, and the client carries the bookmark. */
 

@@ -1,45 +1,41 @@
 import { env } from "cloudflare:workers";
-import { decodeJwt, SignJWT } from "jose";
-import { describe, expect, it } from "vitest";
+import { drizzle } from "drizzle-orm/d1";
+import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { claimLogin, releaseLogin } from "../../src/auth/limits";
+import { DAY, MINUTE } from "../../src/lib/units";
 import {
   bearer,
   call,
   callWithEnv,
-  fireCron,
+  INVALID_ACCESS,
+  INVALID_CREDENTIALS,
+  INVALID_REFRESH,
   JSON_TYPE,
   jsonOf,
   logIn,
+  login,
   me,
+  PASSWORD,
+  randomEmail,
   refresh,
+  register,
+  sessionIdOf,
+  storedSession,
+  type StoredSession,
   storedUser,
+  tally,
   TEXT,
   textOf,
   type Tokens,
   verifiedAccount,
-} from "./helpers";
+} from "../helpers";
 
-const DAY = 24 * 60 * 60 * 1000;
-const INVALID_ACCESS = "Invalid or expired access token.";
-const INVALID_REFRESH = "Invalid or expired refresh token.";
 
-interface StoredSession {
-  id: string;
-  user_id: number;
-  created_at: number;
-  last_used_at: number;
-  expires_at: number;
-  generation: number;
-  rotated_at: number;
-  user_agent: string | null;
-}
 
-function sessionIdOf(token: string): string {
-  return decodeJwt(token).sid as string;
-}
 
-async function storedSession(id: string): Promise<StoredSession | null> {
-  return env.DB.prepare("SELECT * FROM sessions WHERE id = ?").bind(id).first<StoredSession>();
-}
+
+
 
 async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {
   const names = Object.keys(columns) as Array<keyof StoredSession>;
@@ -60,6 +56,99 @@ async function forged(claims: Record<string, unknown>, lifetimeSeconds: number |
   if (lifetimeSeconds !== null) jwt.setExpirationTime(now + lifetimeSeconds);
   return jwt.sign(new TextEncoder().encode(env.JWT_SECRET_KEY));
 }
+
+/**
+ * The per-account limits under concurrent bursts, as an attacker sends them: every request of a burst
+ * is launched before any answer is read. Each limit must be decided by one atomic write, so the counts
+ * below are exact, not "roughly".
+ */
+
+const LOCKED = "Too many failed login attempts. Please try again later.";
+
+async function loginRow(email: string) {
+  return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?")
+    .bind(email)
+    .first<{ failures: number; lockedUntil: number }>();
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("POST /auth/login", () => {
+  it("returns an HS256 JWT with the user id as a string, expiring one hour after issue, and a refresh token", async () => {
+    const email = await verifiedAccount();
+    const response = await login(email, PASSWORD);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number; device_token: string };
+    expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in", "device_token"]);
+    expect(body.expires_in).toBe(3600);
+
+    const { payload, protectedHeader } = await jwtVerify(body.token, new TextEncoder().encode(env.JWT_SECRET_KEY), {
+      algorithms: ["HS256"],
+    });
+    expect(protectedHeader.alg).toBe("HS256");
+    expect(payload.id).toBe(String((await storedUser(email))!.id));
+    expect(payload.sid).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(payload.exp! - payload.iat!).toBe(3600);
+    expect(Math.abs(payload.iat! - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it("matches the e-mail in any letter case", async () => {
+    const email = await verifiedAccount();
+    expect((await login(` ${email.toUpperCase()} `, PASSWORD)).status).toBe(200);
+  });
+
+  it("returns 401 for an unknown e-mail", async () => {
+    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+
+  it("returns 401 for a wrong password", async () => {
+    const email = await verifiedAccount();
+    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+
+  it("returns 401, not 403, for an unverified account with a wrong password", async () => {
+    const email = randomEmail();
+    await register(email);
+    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+
+  it("returns 403 for an unverified account with the right password", async () => {
+    const email = randomEmail();
+    await register(email);
+    expect(await textOf(await login(email, PASSWORD))).toEqual({
+      status: 403,
+      type: TEXT,
+      body: "Email not verified. Please check your inbox.",
+    });
+  });
+
+  it("refuses a password whose first 72 bytes match but that goes on", async () => {
+    const password = "x".repeat(72);
+    const email = await verifiedAccount(password);
+    expect((await login(email, password)).status).toBe(200);
+    expect(await textOf(await login(email, `${password}tail`))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+
+  it.each([
+    ["malformed JSON", "nope", "Request body must be valid JSON."],
+    ["a JSON array", "[1]", "Request body must be a JSON object."],
+    ["no password", { email: "a@example.com" }, "Email and password are required."],
+    ["an object as e-mail", { email: {}, password: PASSWORD }, "Email and password must be strings."],
+  ])("returns 400 plain text for %s", async (_case, body, message) => {
+    expect(await textOf(await call("POST", "/auth/login", body))).toEqual({ status: 400, type: TEXT, body: message });
+  });
+
+  it("signs a token that another secret does not verify", async () => {
+    const email = await verifiedAccount();
+    const { token } = (await (await login(email, PASSWORD)).json()) as { token: string };
+    expect(decodeProtectedHeader(token).alg).toBe("HS256");
+    expect(decodeJwt(token).id).toBe(String((await storedUser(email))!.id));
+    await expect(jwtVerify(token, new TextEncoder().encode("another secret"))).rejects.toThrow();
+  });
+});
 
 describe("POST /auth/login sessions", () => {
   it("creates a session with its user agent, and stores no token", async () => {
@@ -343,15 +432,113 @@ describe("access tokens that are refused", () => {
   });
 });
 
-describe("scheduled clean-up", () => {
-  it("deletes expired sessions when the cron trigger fires, and keeps live ones", async () => {
+describe("login lock under a burst", () => {
+  it("checks at most 10 passwords of 40 wrong ones and the right one sent together, and refuses the right one", async () => {
     const email = await verifiedAccount();
-    const expired = await logIn(email);
-    const live = await logIn(email);
-    await setSession(sessionIdOf(expired.token), { expires_at: Date.now() - 1 });
+    const burst = [...Array.from({ length: 40 }, () => login(email, "wrong password")), login(email, PASSWORD)];
+    const responses = await Promise.all(burst);
 
-    await fireCron();
-    expect(await storedSession(sessionIdOf(expired.token))).toBeNull();
-    expect(await storedSession(sessionIdOf(live.token))).not.toBeNull();
+    // Exactly ten attempts were claimed and checked; every other one was refused before bcrypt.
+    expect(tally(responses)).toEqual({ 401: 10, 429: 31 });
+    const right = responses.at(-1)!;
+    expect(await textOf(right)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
+    const row = await loginRow(email);
+    expect(row!.failures).toBe(10);
+    expect(row!.lockedUntil).toBeGreaterThan(Date.now() + 14 * MINUTE);
+
+    // The lock holds afterwards too, for the right password.
+    expect(await textOf(await login(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: LOCKED });
+  });
+
+  it("holds with the per-client limiter on as well", async () => {
+    const email = await verifiedAccount();
+    const send = (password: string) =>
+      callWithEnv({ RATE_LIMITS: "on" }, "POST", "/auth/login", { email, password }, { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` });
+    const responses = await Promise.all([...Array.from({ length: 28 }, () => send("wrong password")), send(PASSWORD)]);
+    expect(tally(responses)).toEqual({ 401: 10, 429: 19 });
+    expect(responses.at(-1)!.status).toBe(429);
+  });
+
+  it("counts an unknown address the same way", async () => {
+    const unknown = randomEmail();
+    const responses = await Promise.all(Array.from({ length: 40 }, () => login(unknown, "wrong password")));
+    expect(tally(responses)).toEqual({ 401: 10, 429: 30 });
+  });
+
+  it("lets the right password through as the tenth attempt, and that success lifts the lock it set", async () => {
+    const email = await verifiedAccount();
+    for (let i = 0; i < 9; i++) expect((await login(email, "wrong password")).status).toBe(401);
+    expect((await login(email, PASSWORD)).status).toBe(200);
+    expect(await loginRow(email)).toBeNull();
+  });
+
+  it("never lets a success delete a lock set after its own claim", async () => {
+    const email = randomEmail();
+    const db = drizzle(env.DB);
+    const now = Date.now();
+    // A login claims its attempt (no lock yet) and goes off to check the password...
+    const [mine] = await claimLogin(db, email, now);
+    expect(mine).toEqual({ failures: 1, lockedUntil: 0 });
+    // ...while nine concurrent attempts claim theirs; the last of them locks the address.
+    for (let i = 0; i < 9; i++) await claimLogin(db, email, now);
+    const locked = await loginRow(email);
+    expect(locked!.lockedUntil).toBe(now + 15 * MINUTE);
+    // The first login's password was right: its release must leave the newer lock in place.
+    await releaseLogin(db, email, mine!.lockedUntil);
+    expect(await loginRow(email)).toEqual(locked);
+  });
+});
+
+describe("login input", () => {
+  it.each([
+    ["an implausible address", "not-an-email"],
+    ["an address of 16,000 characters", `${"a".repeat(16_000)}@example.com`],
+    ["an address with a zero-width space", "ad\u200Bmin@example.com"],
+  ])("answers 400 for %s and stores nothing for it", async (_case, email) => {
+    const response = await login(email, "wrong password");
+    expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: "Please provide a valid email address." });
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email.toLowerCase()).first("n")).toBe(0);
+  });
+
+  it("still answers 401 for a plausible unknown address", async () => {
+    expect(await textOf(await login(randomEmail(), "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  });
+});
+
+describe("login lock", () => {
+  const LOCKED = "Too many failed login attempts. Please try again later.";
+
+  it("locks an account for 15 minutes after 10 failed logins, even for the right password", async () => {
+    const email = await verifiedAccount();
+    for (let i = 0; i < 10; i++) expect((await login(email, "wrong password")).status).toBe(401);
+    const locked = await login(email, PASSWORD);
+    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    const retryAfter = Number(locked.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(14 * 60);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+
+    await env.DB.prepare("UPDATE login_failures SET lockedUntil = ? WHERE email = ?").bind(Date.now() - 1, email).run();
+    expect((await login(email, PASSWORD)).status).toBe(200);
+    expect(await env.DB.prepare("SELECT * FROM login_failures WHERE email = ?").bind(email).first()).toBeNull();
+  });
+
+  it("resets the count on a successful login", async () => {
+    const email = await verifiedAccount();
+    for (let i = 0; i < 9; i++) await login(email, "wrong password");
+    expect((await login(email, PASSWORD)).status).toBe(200);
+    for (let i = 0; i < 9; i++) await login(email, "wrong password");
+    expect((await login(email, "wrong password")).status).toBe(401);
+    expect((await login(email, PASSWORD)).status).toBe(429);
+  });
+
+  it("answers an unknown address exactly like a registered one", async () => {
+    const unknown = randomEmail();
+    for (let i = 0; i < 10; i++) {
+      expect(await textOf(await login(unknown, "wrong password"))).toEqual({ status: 401, type: TEXT, body: "Invalid email or password." });
+    }
+    const locked = await login(unknown, PASSWORD);
+    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(locked.headers.get("retry-after")).not.toBeNull();
   });
 });

@@ -1,13 +1,15 @@
 import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { readConfig } from "../src/config";
-import { createLogger } from "../src/lib/log";
-import { sendEmail } from "../src/lib/mail";
+import { readConfig } from "../../src/config";
+import { createLogger } from "../../src/lib/log";
+import { sendEmail } from "../../src/lib/mail";
+import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
 import {
   call,
   callWithEnv,
   captureLogs,
+  CREATED,
   mailsTo,
   PASSWORD,
   randomEmail,
@@ -19,10 +21,9 @@ import {
   storedUser,
   TEXT,
   textOf,
-} from "./helpers";
-import type { SmtpPeer } from "./smtp/types";
+} from "../helpers";
+import type { SmtpPeer } from "../smtp/types";
 
-const CREATED = "User created. Please check your email for a verification code.";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -227,5 +228,33 @@ describe("sendEmail, the one sender of every kind of mail", () => {
         detail: "MAIL_EMAIL or MAIL_APP_PASSWORD is not set; no email_change e-mail sent",
       }),
     ]);
+  });
+});
+
+describe("isLoopbackHost, the hosts that may receive SMTP credentials without TLS", () => {
+  it.each(["localhost", "LocalHost", "127.0.0.1", "127.255.0.9", "::1", "[::1]"])("accepts %s", (host) => {
+    expect(isLoopbackHost(host)).toBe(true);
+  });
+
+  it.each(["0.0.0.0", "127.0.0.256", "127.1", "128.0.0.1", "10.0.0.1", "::ffff:127.0.0.1", "localhost.example.com", "smtp.gmail.com", ""])(
+    "refuses %s",
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(false);
+    },
+  );
+});
+
+describe("withAsciiDomain", () => {
+  it.each([
+    ["ünïcode@bücher.example", "ünïcode@xn--bcher-kva.example"],
+    ["Ada@BÜCHER.Example", "Ada@xn--bcher-kva.example"],
+    ["user@例え.テスト", "user@xn--r8jz45g.xn--zckzah"],
+    ["user@Example.COM", "user@Example.COM"],
+  ])("writes %s as %s", (address, expected) => {
+    expect(withAsciiDomain(address)).toBe(expected);
+  });
+
+  it.each(["user@bü/cher.example", "user@bü:25", "user@１２７.０.０.１", "user@bü%41.example"])("refuses %s", (address) => {
+    expect(() => withAsciiDomain(address)).toThrow(/is not a valid internationalized domain name$/);
   });
 });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { call, callWithEnv, JSON_TYPE, jsonOf, PASSWORD, storedUser, verifiedAccount } from "./helpers";
+import { call, callWithEnv, JSON_TYPE, jsonOf, PASSWORD, storedUser, verifiedAccount } from "../helpers";
 
 interface NoteJson {
   id: number;
@@ -94,56 +94,5 @@ describe("NOTES_AUTH=required", () => {
     const response = await callWithEnv({ NOTES_AUTH: "maybe" }, "GET", "/notes");
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ error: "Internal server error" });
-  });
-});
-
-describe("GET /notes pagination", () => {
-  async function createNotes(count: number): Promise<NoteJson[]> {
-    const created: NoteJson[] = [];
-    for (let i = 0; i < count; i++) {
-      created.push((await (await call("POST", "/notes", { title: `page ${i}`, content: "x" })).json()) as NoteJson);
-    }
-    return created;
-  }
-
-  it("returns at most limit notes after the given id, in id order, with a Link to the next page", async () => {
-    const mine = await createNotes(5);
-    const before = mine[0]!.id - 1;
-
-    const first = await call("GET", `/notes?limit=2&after=${before}`);
-    expect(await jsonOf(first.clone())).toEqual({ status: 200, type: JSON_TYPE, body: mine.slice(0, 2) });
-    expect(first.headers.get("link")).toBe(`</notes?limit=2&after=${mine[1]!.id}>; rel="next"`);
-
-    const second = await call("GET", `/notes?limit=2&after=${mine[1]!.id}`);
-    expect(await second.json()).toEqual(mine.slice(2, 4));
-  });
-
-  it("sends no Link header on the last page", async () => {
-    const mine = await createNotes(2);
-    // Ids only grow, and nothing else is created after ours in this test file, but other files may: take
-    // the page after the highest id there is.
-    const { n } = (await env.DB.prepare("SELECT max(id) AS n FROM notes").first<{ n: number }>())!;
-    const last = await call("GET", `/notes?limit=100&after=${n - 1}`);
-    expect(last.status).toBe(200);
-    expect(last.headers.get("link")).toBeNull();
-    expect(((await last.json()) as NoteJson[]).map((note) => note.id)).toEqual([n]);
-    expect(mine.at(-1)!.id).toBeLessThanOrEqual(n);
-  });
-
-  it("starts from the first note without after", async () => {
-    const response = await call("GET", "/notes?limit=1");
-    const { results } = await env.DB.prepare("SELECT id FROM notes ORDER BY id LIMIT 1").all<{ id: number }>();
-    expect(((await response.json()) as NoteJson[]).map((note) => note.id)).toEqual(results.map((row) => row.id));
-  });
-
-  it.each([
-    ["limit=0", "limit must be an integer from 1 to 100"],
-    ["limit=101", "limit must be an integer from 1 to 100"],
-    ["limit=abc", "limit must be an integer from 1 to 100"],
-    ["limit=1.5", "limit must be an integer from 1 to 100"],
-    ["limit=10&after=x", "after must be an integer"],
-    ["after=3", "after is only allowed together with limit"],
-  ])("answers 400 JSON for ?%s", async (query, message) => {
-    expect(await jsonOf(await call("GET", `/notes?${query}`))).toEqual({ status: 400, type: JSON_TYPE, body: { error: message } });
   });
 });

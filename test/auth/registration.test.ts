@@ -1,11 +1,11 @@
 import bcrypt from "bcryptjs";
 import { env } from "cloudflare:workers";
-import { decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import PostalMime from "postal-mime";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { HOUR, MINUTE } from "../../src/lib/units";
 import {
   call,
-  login,
+  CREATED,
   mailedCode,
   mailsTo,
   otherCode,
@@ -13,17 +13,54 @@ import {
   randomEmail,
   register,
   setCode,
+  setUser,
   storedCode,
   storedUser,
+  tally,
   TEXT,
   textOf,
   verifiedAccount,
   verify,
-} from "./helpers";
+} from "../helpers";
 
-const CREATED = "User created. Please check your email for a verification code.";
+
 const INVALID_TOKEN = "Invalid or expired verification token.";
-const INVALID_CREDENTIALS = "Invalid email or password.";
+
+const RESENT = "If this email belongs to an unverified account, a verification code has been sent.";
+
+const MAIL_THROTTLED = "Please wait before requesting another verification code.";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+function resend(email: string) {
+  return call("POST", "/auth/resend-verification", { email });
+}
+
+/** The codes in every verification mail sent to `email`, oldest first. */
+async function mailedCodes(email: string): Promise<string[]> {
+  const codes: string[] = [];
+  for (const mail of await mailsTo(email)) {
+    const text = (await PostalMime.parse(mail.raw)).text ?? "";
+    codes.push(/Your verification code is: (\d{6})/.exec(text)![1]!);
+  }
+  return codes;
+}
+
+/** Registers an account and moves its last mail back past the 60-second cooldown. */
+async function accountPastCooldown(): Promise<string> {
+  const email = randomEmail();
+  await register(email);
+  await setUser(email, { lastMailAt: Date.now() - MINUTE });
+  return email;
+}
+
+/**
+ * The per-account limits under concurrent bursts, as an attacker sends them: every request of a burst
+ * is launched before any answer is read. Each limit must be decided by one atomic write, so the counts
+ * below are exact, not "roughly".
+ */
 
 describe("POST /auth/register", () => {
   it("creates an unverified user with a bcrypt hash and a code valid for 15 minutes", async () => {
@@ -239,105 +276,191 @@ describe("POST /auth/verify-email", () => {
   });
 });
 
-describe("POST /auth/login", () => {
-  it("returns an HS256 JWT with the user id as a string, expiring one hour after issue, and a refresh token", async () => {
-    const email = await verifiedAccount();
-    const response = await login(email, PASSWORD);
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toBe("application/json");
-    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number; device_token: string };
-    expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in", "device_token"]);
-    expect(body.expires_in).toBe(3600);
+describe("POST /auth/resend-verification", () => {
+  it("re-sends the current code and restarts its 15 minutes, without touching its attempt count", async () => {
+    const email = await accountPastCooldown();
+    const [code] = await mailedCodes(email);
+    await verify(email, otherCode(code!));
+    await setCode(email, { expires_at: Date.now() + MINUTE });
+    await setUser(email, { lastMailAt: Date.now() - MINUTE });
 
-    const { payload, protectedHeader } = await jwtVerify(body.token, new TextEncoder().encode(env.JWT_SECRET_KEY), {
-      algorithms: ["HS256"],
-    });
-    expect(protectedHeader.alg).toBe("HS256");
-    expect(payload.id).toBe(String((await storedUser(email))!.id));
-    expect(payload.sid).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(payload.exp! - payload.iat!).toBe(3600);
-    expect(Math.abs(payload.iat! - Date.now() / 1000)).toBeLessThan(60);
+    const before = Date.now();
+    expect(await textOf(await resend(email))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await mailedCodes(email)).toEqual([code, code]);
+    const stored = await storedCode(email);
+    expect(stored).toMatchObject({ code, attempts: 1 });
+    expect(stored!.expires_at).toBeGreaterThanOrEqual(before + 15 * MINUTE);
+    expect((await verify(email, code!)).status).toBe(200);
   });
 
-  it("matches the e-mail in any letter case", async () => {
-    const email = await verifiedAccount();
-    expect((await login(` ${email.toUpperCase()} `, PASSWORD)).status).toBe(200);
+  it("sends a new code with a fresh attempt count when the current one was voided", async () => {
+    const email = await accountPastCooldown();
+    const [code] = await mailedCodes(email);
+    for (let i = 0; i < 5; i++) await verify(email, otherCode(code!));
+    expect((await storedCode(email))!.attempts).toBe(5);
+
+    expect((await resend(email)).status).toBe(200);
+    const codes = await mailedCodes(email);
+    expect(codes).toHaveLength(2);
+    expect(codes[1]).not.toBe(code);
+    expect(await storedCode(email)).toMatchObject({ code: codes[1], attempts: 0 });
+    expect((await verify(email, code!)).status).toBe(401);
+    expect((await verify(email, codes[1]!)).status).toBe(200);
   });
 
-  it("returns 401 for an unknown e-mail", async () => {
-    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  it("sends a new code when the current one has expired", async () => {
+    const email = await accountPastCooldown();
+    const [code] = await mailedCodes(email);
+    await setCode(email, { expires_at: Date.now() - 1 });
+    expect((await resend(email)).status).toBe(200);
+    const codes = await mailedCodes(email);
+    expect(codes[1]).not.toBe(code);
+    expect((await verify(email, codes[1]!)).status).toBe(200);
   });
 
-  it("returns 401 for a wrong password", async () => {
-    const email = await verifiedAccount();
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  it("answers the same 200 for unknown and verified accounts and mails nothing", async () => {
+    const unknown = randomEmail();
+    expect(await textOf(await resend(unknown))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await mailsTo(unknown)).toEqual([]);
+
+    const verified = await verifiedAccount();
+    expect(await textOf(await resend(verified))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await mailsTo(verified)).toHaveLength(1); // the registration mail only
   });
 
-  it("returns 401, not 403, for an unverified account with a wrong password", async () => {
+  it("answers 429 with Retry-After within 60 seconds of the last mail, registration included", async () => {
     const email = randomEmail();
     await register(email);
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    const response = await resend(email);
+    expect(await textOf(response)).toEqual({ status: 429, type: TEXT, body: MAIL_THROTTLED });
+    const retryAfter = Number(response.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(55);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(await mailsTo(email)).toHaveLength(1);
   });
 
-  it("returns 403 for an unverified account with the right password", async () => {
+  it("sends at most 5 mails per hour, and more once the hour has passed", async () => {
     const email = randomEmail();
     await register(email);
-    expect(await textOf(await login(email, PASSWORD))).toEqual({
-      status: 403,
-      type: TEXT,
-      body: "Email not verified. Please check your inbox.",
-    });
+    for (let mail = 2; mail <= 5; mail++) {
+      await setUser(email, { lastMailAt: Date.now() - MINUTE });
+      expect((await resend(email)).status).toBe(200);
+    }
+    expect(await mailsTo(email)).toHaveLength(5);
+    expect((await storedUser(email))!.mailsInWindow).toBe(5);
+
+    await setUser(email, { lastMailAt: Date.now() - MINUTE });
+    const capped = await resend(email);
+    expect(await textOf(capped)).toEqual({ status: 429, type: TEXT, body: MAIL_THROTTLED });
+    expect(Number(capped.headers.get("retry-after"))).toBeGreaterThan(60);
+    expect(await mailsTo(email)).toHaveLength(5);
+
+    await setUser(email, { mailWindowStart: Date.now() - HOUR });
+    expect((await resend(email)).status).toBe(200);
+    expect(await mailsTo(email)).toHaveLength(6);
+    expect((await storedUser(email))!.mailsInWindow).toBe(1);
   });
 
-  it("refuses a password whose first 72 bytes match but that goes on", async () => {
-    const password = "x".repeat(72);
-    const email = await verifiedAccount(password);
-    expect((await login(email, password)).status).toBe(200);
-    expect(await textOf(await login(email, `${password}tail`))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+  it("sends one mail for concurrent resends", async () => {
+    const email = await accountPastCooldown();
+    const statuses = (await Promise.all(Array.from({ length: 4 }, () => resend(email)))).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 429, 429, 429]);
+    expect(await mailsTo(email)).toHaveLength(2);
   });
 
   it.each([
-    ["malformed JSON", "nope", "Request body must be valid JSON."],
-    ["a JSON array", "[1]", "Request body must be a JSON object."],
-    ["no password", { email: "a@example.com" }, "Email and password are required."],
-    ["an object as e-mail", { email: {}, password: PASSWORD }, "Email and password must be strings."],
-  ])("returns 400 plain text for %s", async (_case, body, message) => {
-    expect(await textOf(await call("POST", "/auth/login", body))).toEqual({ status: 400, type: TEXT, body: message });
+    [{}, "Email is required."],
+    [{ email: "  " }, "Email is required."],
+    [{ email: 7 }, "Email must be a string."],
+  ])("returns 400 plain text for %j", async (body, message) => {
+    expect(await textOf(await call("POST", "/auth/resend-verification", body))).toEqual({ status: 400, type: TEXT, body: message });
   });
 
-  it("signs a token that another secret does not verify", async () => {
-    const email = await verifiedAccount();
-    const { token } = (await (await login(email, PASSWORD)).json()) as { token: string };
-    expect(decodeProtectedHeader(token).alg).toBe("HS256");
-    expect(decodeJwt(token).id).toBe(String((await storedUser(email))!.id));
-    await expect(jwtVerify(token, new TextEncoder().encode("another secret"))).rejects.toThrow();
+  it("returns 405 for GET", async () => {
+    expect(await textOf(await call("GET", "/auth/resend-verification"))).toEqual({ status: 405, type: TEXT, body: "Method not allowed" });
   });
 });
 
-describe("wrong methods and unknown paths in the accounts area", () => {
-  it.each([
-    ["GET", "/auth/register", "POST"],
-    ["GET", "/auth/verify-email", "POST"],
-    ["GET", "/auth/login", "POST"],
-    ["GET", "/auth/refresh", "POST"],
-    ["GET", "/auth/logout", "POST"],
-    ["PATCH", "/auth/sessions", "GET, DELETE"],
-    ["GET", "/auth/sessions/abc", "DELETE"],
-    ["POST", "/auth/me", "GET"],
-    ["GET", "/auth/forgot-password", "POST"],
-    ["PUT", "/auth/reset-password", "POST"],
-    ["GET", "/auth/change-password", "POST"],
-    ["DELETE", "/auth/change-email", "POST"],
-    ["PATCH", "/auth/confirm-email-change", "POST"],
-    ["GET", "/auth/account", "DELETE"],
-    ["POST", "/auth/account", "DELETE"],
-  ])("returns 405 with Allow for %s %s", async (method, path, allow) => {
-    const response = await call(method, path);
-    expect(await textOf(response)).toEqual({ status: 405, type: TEXT, body: "Method not allowed" });
-    expect(response.headers.get("allow")).toBe(allow);
+describe("failed verifications across codes", () => {
+  it("answers 429 for every verify of the account after 15 tries in an hour, new codes notwithstanding", async () => {
+    const email = randomEmail();
+    await register(email);
+    for (let round = 0; round < 3; round++) {
+      const code = (await storedCode(email))!.code;
+      for (let i = 0; i < 5; i++) expect((await verify(email, otherCode(code))).status).toBe(401);
+      await setUser(email, { lastMailAt: Date.now() - MINUTE });
+      expect((await resend(email)).status).toBe(200);
+    }
+    expect((await storedCode(email))!.window_attempts).toBe(15);
+
+    const code = (await storedCode(email))!.code;
+    const blocked = await verify(email, code);
+    expect(await textOf(blocked)).toEqual({
+      status: 429,
+      type: TEXT,
+      body: "Too many failed verification attempts. Please try again later.",
+    });
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(HOUR / 1000 - 120);
+    expect((await storedUser(email))!.isVerified).toBe(0);
+
+    // An hour after the first failure the window starts afresh.
+    await setCode(email, { window_start: Date.now() - HOUR });
+    expect((await verify(email, code)).status).toBe(200);
   });
 
-  it("returns 404 plain text for an unknown /auth path", async () => {
-    expect(await textOf(await call("POST", "/auth/no-such-thing", {}))).toEqual({ status: 404, type: TEXT, body: "Not found." });
+  it("refuses tries at a voided code without comparing or counting them", async () => {
+    const email = randomEmail();
+    await register(email);
+    const code = (await storedCode(email))!.code;
+    for (let i = 0; i < 7; i++) {
+      expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    }
+    expect(await storedCode(email)).toMatchObject({ attempts: 5, window_attempts: 5 });
+  });
+});
+
+describe("verification codes under bursts", () => {
+  it("compares a code at most five times however a resend interleaves with wrong guesses", async () => {
+    for (let round = 0; round < 8; round++) {
+      const email = randomEmail();
+      await register(email);
+      const code = await mailedCode(email);
+      await setUser(email, { lastMailAt: Date.now() - MINUTE });
+
+      const responses = await Promise.all([
+        ...Array.from({ length: 12 }, () => verify(email, otherCode(code))),
+        call("POST", "/auth/resend-verification", { email }),
+      ]);
+      expect(responses.slice(0, 12).every((response) => response.status === 401)).toBe(true);
+
+      // Whatever the order, the first code has had five tries at most and is void now: a resend
+      // may have re-sent it, but never with fewer tries than it had.
+      const stored = await storedCode(email);
+      if (stored!.code === code) expect(stored!.attempts).toBe(5);
+      expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    }
+  });
+
+  it("enforces the hourly cap in the write that counts the try: a burst gets exactly the room left", async () => {
+    const email = randomEmail();
+    await register(email);
+    const code = await mailedCode(email);
+    // Thirteen tries already this hour (earlier codes), and a fresh code.
+    await setCode(email, { window_start: Date.now() - MINUTE, window_attempts: 13 });
+
+    const responses = await Promise.all(Array.from({ length: 40 }, () => verify(email, otherCode(code))));
+    expect(tally(responses)).toEqual({ 401: 2, 429: 38 });
+    expect(await storedCode(email)).toMatchObject({ attempts: 2, window_attempts: 15 });
+    expect((await verify(email, code)).status).toBe(429);
+  });
+
+  it("gives one of 40 concurrent right codes the verification and the rest 401", async () => {
+    const email = randomEmail();
+    await register(email);
+    const code = await mailedCode(email);
+    const responses = await Promise.all(Array.from({ length: 40 }, () => verify(email, code)));
+    // Five tries are claimed, one of them uses the code up; the others find it gone.
+    expect(tally(responses)).toEqual({ 200: 1, 401: 39 });
+    expect(await storedCode(email)).toBeNull();
   });
 });

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { count } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { notes } from "../src/db/schema";
-import { createLogger } from "../src/lib/log";
-import { chunkQuery, LIST_ABORTED, LIST_CHUNK_BYTES, listNotes } from "../src/notes/list";
-import { call, callWithEnv, JSON_TYPE } from "./helpers";
+import { notes } from "../../src/db/schema";
+import { createLogger } from "../../src/lib/log";
+import { chunkQuery, LIST_ABORTED, LIST_CHUNK_BYTES, listNotes } from "../../src/notes/list";
+import { call, callWithEnv, JSON_TYPE, jsonOf } from "../helpers";
 
 /** A note as the API renders it. */
 interface NoteJson {
@@ -25,7 +25,9 @@ interface Seed {
 }
 
 const INSERT = "INSERT INTO notes (title, content, created_at, user_id) VALUES (?, ?, ?, ?)";
+
 const BASE_TIME = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+
 /** What the list's size estimate adds to a note's title and content (see NOTE_JSON_OVERHEAD). */
 const OVERHEAD = 88;
 
@@ -118,6 +120,13 @@ const contentForSize = (title: string, size: number) => "c".repeat(size - OVERHE
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+interface NoteJson {
+  id: number;
+  title: string;
+  content: string;
+  created_at: string;
+}
 
 describe("GET /notes, streamed in chunks", () => {
   it("lists notes across several chunk boundaries exactly, in order, once each", async () => {
@@ -482,5 +491,56 @@ describe("GET /notes on a database of its own", () => {
     expect(line).toMatchObject({ level: "error", event: "list_stream_failed", method: "GET", path: "/notes" });
     expect(line.errorMessage).toMatch(/no such table: notes/);
     expect(lines[0]).not.toMatch(/select/i);
+  });
+});
+
+describe("GET /notes pagination", () => {
+  async function createNotes(count: number): Promise<NoteJson[]> {
+    const created: NoteJson[] = [];
+    for (let i = 0; i < count; i++) {
+      created.push((await (await call("POST", "/notes", { title: `page ${i}`, content: "x" })).json()) as NoteJson);
+    }
+    return created;
+  }
+
+  it("returns at most limit notes after the given id, in id order, with a Link to the next page", async () => {
+    const mine = await createNotes(5);
+    const before = mine[0]!.id - 1;
+
+    const first = await call("GET", `/notes?limit=2&after=${before}`);
+    expect(await jsonOf(first.clone())).toEqual({ status: 200, type: JSON_TYPE, body: mine.slice(0, 2) });
+    expect(first.headers.get("link")).toBe(`</notes?limit=2&after=${mine[1]!.id}>; rel="next"`);
+
+    const second = await call("GET", `/notes?limit=2&after=${mine[1]!.id}`);
+    expect(await second.json()).toEqual(mine.slice(2, 4));
+  });
+
+  it("sends no Link header on the last page", async () => {
+    const mine = await createNotes(2);
+    // Ids only grow, and nothing else is created after ours in this test file, but other files may: take
+    // the page after the highest id there is.
+    const { n } = (await env.DB.prepare("SELECT max(id) AS n FROM notes").first<{ n: number }>())!;
+    const last = await call("GET", `/notes?limit=100&after=${n - 1}`);
+    expect(last.status).toBe(200);
+    expect(last.headers.get("link")).toBeNull();
+    expect(((await last.json()) as NoteJson[]).map((note) => note.id)).toEqual([n]);
+    expect(mine.at(-1)!.id).toBeLessThanOrEqual(n);
+  });
+
+  it("starts from the first note without after", async () => {
+    const response = await call("GET", "/notes?limit=1");
+    const { results } = await env.DB.prepare("SELECT id FROM notes ORDER BY id LIMIT 1").all<{ id: number }>();
+    expect(((await response.json()) as NoteJson[]).map((note) => note.id)).toEqual(results.map((row) => row.id));
+  });
+
+  it.each([
+    ["limit=0", "limit must be an integer from 1 to 100"],
+    ["limit=101", "limit must be an integer from 1 to 100"],
+    ["limit=abc", "limit must be an integer from 1 to 100"],
+    ["limit=1.5", "limit must be an integer from 1 to 100"],
+    ["limit=10&after=x", "after must be an integer"],
+    ["after=3", "after is only allowed together with limit"],
+  ])("answers 400 JSON for ?%s", async (query, message) => {
+    expect(await jsonOf(await call("GET", `/notes?${query}`))).toEqual({ status: 400, type: JSON_TYPE, body: { error: message } });
   });
 });

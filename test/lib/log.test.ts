@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { describeError, maskEmails } from "../../src/lib/log";
+import { callWithEnv, captureLogs, PASSWORD, randomEmail, register, storedCode, verifiedAccount } from "../helpers";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("maskEmails", () => {
+  it("masks every address-shaped part of a text, whatever surrounds it", () => {
+    expect(maskEmails("550 <jane.doe@example.com>: Recipient address rejected")).toBe("550 <j***@example.com>: Recipient address rejected");
+    expect(maskEmails('to "ann@a.example", bob+x@b.example; (carl@c.example) dora@d.example.')).toBe(
+      'to "a***@a.example", b***@b.example; (c***@c.example) d***@d.example.',
+    );
+    expect(maskEmails("ünïcode@bücher.example and 😀x@example.com")).toBe("ü***@bücher.example and 😀***@example.com");
+    expect(maskEmails("no address here, user@ or @domain")).toBe("no address here, user@ or @domain");
+  });
+
+  it("is applied to logged error messages before they are cut to 300 characters", () => {
+    const { errorMessage } = describeError(new Error(`${"x".repeat(290)} jane.doe@example.com`));
+    expect(errorMessage).toBe(`${"x".repeat(290)} j***@exam`);
+  });
+});
+
+describe("log lines", () => {
+  it("masks e-mail addresses and carries the request id, method, path, status and duration", async () => {
+    const logs = captureLogs();
+    const email = randomEmail();
+    const response = await register(email);
+    const requestId = response.headers.get("x-request-id");
+
+    const registered = logs.find((line) => line.event === "user_registered");
+    expect(registered).toMatchObject({ level: "info", requestId, method: "POST", path: "/auth/register" });
+    expect(registered!.email).toBe(`u***@example.com`);
+    const request = logs.find((line) => line.event === "request");
+    expect(request).toMatchObject({ requestId, status: 201, method: "POST", path: "/auth/register" });
+    expect(typeof request!.durationMs).toBe("number");
+    expect(typeof request!.time).toBe("string");
+
+    const all = JSON.stringify(logs);
+    expect(all).not.toContain(email);
+    expect(all).not.toContain(PASSWORD);
+    expect(all).not.toContain((await storedCode(email))!.code);
+  });
+
+  it("warns once when JWT_SECRET_KEY is shorter than 32 bytes", async () => {
+    const email = await verifiedAccount();
+    const logs = captureLogs();
+    const response = await callWithEnv({ JWT_SECRET_KEY: "too-short" }, "POST", "/auth/login", { email, password: PASSWORD });
+    expect(response.status).toBe(200);
+    expect(logs.filter((line) => line.event === "jwt_secret_short")).toHaveLength(1);
+    expect(JSON.stringify(logs)).not.toContain("too-short");
+  });
+});

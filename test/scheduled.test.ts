@@ -1,0 +1,76 @@
+/** The hourly cron (src/scheduled.ts), fired through the runtime as Cloudflare fires it. */
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DAY, MINUTE } from "../src/lib/units";
+import {
+  account,
+  count,
+  fireCron,
+  logIn,
+  quietRegister,
+  randomEmail,
+  resetCode,
+  sessionIdOf,
+  setUser,
+  storedCode,
+  storedSession,
+  type StoredSession,
+  storedUser,
+  TEXT,
+  textOf,
+  verifiedAccount,
+} from "./helpers";
+
+async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {
+  const names = Object.keys(columns) as Array<keyof StoredSession>;
+  await env.DB.prepare(`UPDATE sessions SET ${names.map((name) => `${name} = ?`).join(", ")} WHERE id = ?`)
+    .bind(...names.map((name) => columns[name]), id)
+    .run();
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("scheduled clean-up", () => {
+  it("deletes expired sessions when the cron trigger fires, and keeps live ones", async () => {
+    const email = await verifiedAccount();
+    const expired = await logIn(email);
+    const live = await logIn(email);
+    await setSession(sessionIdOf(expired.token), { expires_at: Date.now() - 1 });
+
+    await fireCron();
+    expect(await storedSession(sessionIdOf(expired.token))).toBeNull();
+    expect(await storedSession(sessionIdOf(live.token))).not.toBeNull();
+  });
+});
+
+describe("unverified accounts expire", () => {
+  it("deletes an account still unverified 7 days after registering, with its codes; the address is free again", async () => {
+    const expired = randomEmail("expired");
+    await quietRegister(expired);
+    await resetCode(expired); // a code of another purpose too
+    const expiredId = (await storedUser(expired))!.id;
+    await setUser(expired, { createdAt: Date.now() - 7 * DAY - MINUTE });
+
+    const fresh = randomEmail("fresh");
+    await quietRegister(fresh);
+    await setUser(fresh, { createdAt: Date.now() - 6 * DAY });
+    const verifiedOld = await account();
+    await setUser(verifiedOld, { createdAt: Date.now() - 30 * DAY });
+
+    await fireCron();
+    expect(await storedUser(expired)).toBeNull();
+    // Accounts registered after it hold higher ids, so none can have taken its id yet.
+    expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE user_id = ?", expiredId)).toBe(0);
+    expect(await storedUser(fresh)).not.toBeNull();
+    expect(await storedCode(fresh)).not.toBeNull();
+    expect(await storedUser(verifiedOld)).not.toBeNull();
+
+    expect(await textOf(await quietRegister(expired))).toEqual({
+      status: 201,
+      type: TEXT,
+      body: "User created. Please check your email for a verification code.",
+    });
+  });
+});
