@@ -4,6 +4,7 @@ import { decodeJwt } from "jose";
 import PostalMime from "postal-mime";
 import * as v from "valibot";
 import { expect, vi } from "vitest";
+import { AuthMessage } from "../src/auth/messages";
 import worker from "../src/index";
 import { MINUTE } from "../src/lib/units";
 import type { Bindings } from "../src/types";
@@ -241,7 +242,6 @@ export async function storedSession(id: string): Promise<StoredSession | null> {
   return env.DB.prepare("SELECT * FROM sessions WHERE id = ?").bind(id).first<StoredSession>();
 }
 
-export const RESET_REQUESTED = "If this email belongs to an account, a password reset code has been sent.";
 
 export const Subject = {
   reset: "Reset Your Password",
@@ -269,7 +269,7 @@ export async function keepRequestId(email: string, response: Response): Promise<
 }
 
 /** The answer of forgot-password, the same for every address. */
-export const ACCEPTED = { status: 200, type: JSON_TYPE, body: { message: RESET_REQUESTED, request_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) } };
+export const ACCEPTED = { status: 200, type: JSON_TYPE, body: { message: AuthMessage.resetRequested, request_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) } };
 
 export async function forgot(email: string): Promise<Response> {
   return keepRequestId(email, await call("POST", "/auth/forgot-password", { email }));
@@ -342,19 +342,12 @@ export async function count(sql: string, ...params: unknown[]): Promise<number> 
 
 export const NEW_PASSWORD = "a brand new passphrase";
 
-export const PASSWORD_RESET = "Password has been reset. You can now log in.";
 
-export const INVALID_RESET_CODE = "Invalid or expired reset code.";
 
-export const INVALID_ACCESS = "Invalid or expired access token.";
 
-export const INVALID_REFRESH = "Invalid or expired refresh token.";
 
-export const INVALID_CREDENTIALS = "Invalid email or password.";
 
-export const USER_EXISTS = "User with this email already exists.";
 
-export const LOGIN_LOCKED = "Too many failed login attempts. Please try again later.";
 
 export const PASSWORD_CHANGED_TEXT =
   "Your password was changed and your other sessions were signed out. If this was not you, reset your password now.";
@@ -375,13 +368,13 @@ export async function loginFailuresRow(email: string) {
 /** Ten wrong logins: the address is locked, even for the right password. */
 export async function lockLogin(email: string): Promise<void> {
   for (let i = 0; i < 10; i++) expect((await login(email, "wrong password")).status).toBe(401);
-  expect(await textOf(await login(email))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+  expect(await textOf(await login(email))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
 }
 
 /** Expects the 401 of a dead access token on /auth/me and of a dead refresh token on /auth/refresh. */
 export async function expectEnded(tokens: Tokens): Promise<void> {
-  expect(await textOf(await me(tokens.token))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
-  expect(await textOf(await refresh(tokens.refresh_token))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+  expect(await textOf(await me(tokens.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+  expect(await textOf(await refresh(tokens.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
 }
 
 /**
@@ -445,9 +438,7 @@ export function heldLogin(email: string, password = PASSWORD) {
   return holdRequest(/^insert into "sessions"/i, (db) => callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }));
 }
 
-export const WRONG_PASSWORD = "Invalid password.";
 
-export const CREATED = "User created. Please check your email for a verification code.";
 
 export const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
 

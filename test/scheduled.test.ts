@@ -20,6 +20,7 @@ import {
   textOf,
   verifiedAccount,
 } from "./helpers";
+import { Contract } from "./contract";
 
 async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {
   const names = Object.keys(columns) as Array<keyof StoredSession>;
@@ -70,7 +71,7 @@ describe("unverified accounts expire", () => {
     expect(await textOf(await quietRegister(expired))).toEqual({
       status: 201,
       type: TEXT,
-      body: "User created. Please check your email for a verification code.",
+      body: Contract.userCreated,
     });
   });
 });

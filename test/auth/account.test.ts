@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { AuthMessage } from "../../src/auth/messages";
+import { Contract } from "../contract";
 import {
   account,
   bearer,
@@ -10,15 +12,12 @@ import {
   expectEnded,
   heldLogin,
   holdRequest,
-  INVALID_ACCESS,
-  INVALID_CREDENTIALS,
-  INVALID_RESET_CODE,
   JSON_TYPE,
   jsonOf,
   lastRequestId,
   lockLogin,
-  logIn,
   login,
+  logIn,
   loginFailuresRow,
   mailsTo,
   mailsWithSubject,
@@ -40,8 +39,6 @@ import {
   TEXT,
   textOf,
   type Tokens,
-  USER_EXISTS,
-  WRONG_PASSWORD,
 } from "../helpers";
 
 /**
@@ -49,7 +46,6 @@ import {
  * the deployed app's fetch handler, with the codes read from the mails the loopback SMTP server received.
  */
 
-const INVALID_CONFIRMATION_CODE = "Invalid or expired confirmation code.";
 
 function changePassword(token: string, currentPassword: string, newPassword = NEW_PASSWORD): Promise<Response> {
   return call("POST", "/auth/change-password", { current_password: currentPassword, new_password: newPassword }, bearer(token));
@@ -105,7 +101,7 @@ describe("POST /auth/change-password", () => {
     expect((await me(current.token)).status).toBe(200);
     expect((await refresh(current.refresh_token)).status).toBe(200);
 
-    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
     expect(await mailsWithSubject(email, Subject.passwordChanged)).toEqual([
       { from: "Notes API Test <sender@notes.test>", subject: Subject.passwordChanged, text: PASSWORD_CHANGED_TEXT },
@@ -123,7 +119,7 @@ describe("POST /auth/change-password", () => {
     if (response.status === 200) {
       await expectEnded((await response.json()) as Tokens);
     } else {
-      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     }
     expect(await count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", (await storedUser(email))!.id)).toBe(1);
   });
@@ -132,7 +128,7 @@ describe("POST /auth/change-password", () => {
     const email = await account();
     const current = await logIn(email);
     const other = await logIn(email);
-    expect(await textOf(await changePassword(current.token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    expect(await textOf(await changePassword(current.token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
     expect((await login(email)).status).toBe(200);
     expect((await me(other.token)).status).toBe(200);
     expect(await mailsWithSubject(email, Subject.passwordChanged)).toEqual([]);
@@ -141,9 +137,9 @@ describe("POST /auth/change-password", () => {
   it("ends the session at the fifth wrong current password, leaving the address's login alone", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    for (let i = 0; i < 5; i++) expect(await textOf(await changePassword(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    for (let i = 0; i < 5; i++) expect(await textOf(await changePassword(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
 
-    expect(await textOf(await changePassword(token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(await changePassword(token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
     expect((await me(token)).status).toBe(401);
     // Nothing changed, and the address is not locked: the right password still logs in.
     expect((await login(email)).status).toBe(200);
@@ -154,7 +150,7 @@ describe("POST /auth/change-password", () => {
     expect((await call("POST", "/auth/logout", undefined, bearer(token))).status).toBe(204);
     for (const headers of [{}, { Authorization: "Bearer not-a-token" }, bearer(token)]) {
       const response = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, headers);
-      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
       expect(response.headers.get("www-authenticate")).toBe("Bearer");
     }
   });
@@ -204,7 +200,7 @@ describe("POST /auth/change-email", () => {
     const taken = randomEmail("taken");
     await quietRegister(taken);
     await pastCooldown(email);
-    expect(await textOf(await changeEmail(token, taken.toUpperCase()))).toEqual({ status: 409, type: TEXT, body: USER_EXISTS });
+    expect(await textOf(await changeEmail(token, taken.toUpperCase()))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
     expect(await mailsWithSubject(taken, Subject.confirmNewEmail)).toEqual([]);
   });
 
@@ -229,7 +225,7 @@ describe("POST /auth/change-email", () => {
     const { token } = await logIn(email);
     const newEmail = randomEmail("new");
     await pastCooldown(email);
-    expect(await textOf(await changeEmail(token, newEmail, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    expect(await textOf(await changeEmail(token, newEmail, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
     expect(await mailsTo(newEmail)).toEqual([]);
     // Counted on the session, not on the address.
     expect(await loginFailuresRow(email)).toBeNull();
@@ -255,7 +251,7 @@ describe("POST /auth/change-email", () => {
 
   it("answers 401 with WWW-Authenticate without a token", async () => {
     const response = await call("POST", "/auth/change-email", { password: PASSWORD, new_email: randomEmail() });
-    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
   });
 
@@ -288,7 +284,7 @@ describe("POST /auth/confirm-email-change", () => {
     await expectEnded(other);
 
     expect((await login(newEmail)).status).toBe(200);
-    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect(await mailsWithSubject(email, Subject.emailChanged)).toEqual([
       {
         from: "Notes API Test <sender@notes.test>",
@@ -300,7 +296,7 @@ describe("POST /auth/confirm-email-change", () => {
     expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE purpose = 'change_email' AND user_id = ?", userId)).toBe(0);
 
     // The code is used up, and the old address is free for anyone.
-    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
     expect((await quietRegister(email)).status).toBe(201);
   });
 
@@ -318,7 +314,7 @@ describe("POST /auth/confirm-email-change", () => {
     expect(await textOf(await confirmEmailChange(token, code))).toEqual({ status: 200, type: TEXT, body: "Email changed." });
 
     // The address is the caller's own now: no one else holds it, the code is simply used up.
-    expect(await textOf(await first.release())).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await first.release())).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email: newEmail } });
     expect(await mailsWithSubject(email, Subject.emailChanged)).toHaveLength(1);
   });
@@ -331,7 +327,7 @@ describe("POST /auth/confirm-email-change", () => {
     const newEmail = randomEmail("new");
     expect((await confirmEmailChange(token, await emailChangeCode(email, token, newEmail))).status).toBe(200);
 
-    expect(await textOf(await reset(newEmail, oldMailboxCode, "the old mailbox's password", lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(newEmail, oldMailboxCode, "the old mailbox's password", lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect((await login(newEmail)).status).toBe(200);
     expect((await me(token)).status).toBe(200);
   });
@@ -341,7 +337,7 @@ describe("POST /auth/confirm-email-change", () => {
     const { token } = await logIn(email);
     const newEmail = randomEmail("new");
     const code = await emailChangeCode(email, token, newEmail);
-    expect(await textOf(await confirmEmailChange(token, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await confirmEmailChange(token, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email } });
     expect(await storedUser(newEmail)).toBeNull();
     // A wrong try does not burn the code.
@@ -351,11 +347,11 @@ describe("POST /auth/confirm-email-change", () => {
   it("answers 401 without a pending change, and for an expired code", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    expect(await textOf(await confirmEmailChange(token, "123456"))).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await confirmEmailChange(token, "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
 
     const code = await emailChangeCode(email, token, randomEmail("new"));
     await setCode(email, { expires_at: Date.now() - 1 }, "change_email");
-    expect(await textOf(await confirmEmailChange(token, code))).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await confirmEmailChange(token, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email } });
   });
 
@@ -365,7 +361,7 @@ describe("POST /auth/confirm-email-change", () => {
     const myToken = (await logIn(mine)).token;
     const theirToken = (await logIn(theirs)).token;
     const code = await emailChangeCode(theirs, theirToken, randomEmail("new"));
-    expect(await textOf(await confirmEmailChange(myToken, code))).toEqual({ status: 401, type: TEXT, body: INVALID_CONFIRMATION_CODE });
+    expect(await textOf(await confirmEmailChange(myToken, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
     expect(await jsonOf(await me(myToken))).toMatchObject({ status: 200, body: { email: mine } });
   });
 
@@ -377,7 +373,7 @@ describe("POST /auth/confirm-email-change", () => {
     const code = await emailChangeCode(email, current.token, newEmail);
     expect((await quietRegister(newEmail, "someone else's password")).status).toBe(201);
 
-    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 409, type: TEXT, body: USER_EXISTS });
+    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
     expect(await jsonOf(await me(current.token))).toMatchObject({ status: 200, body: { email } });
     expect((await me(other.token)).status).toBe(200);
     expect((await login(email)).status).toBe(200);
@@ -386,7 +382,7 @@ describe("POST /auth/confirm-email-change", () => {
 
   it("answers 401 with WWW-Authenticate without a token", async () => {
     const response = await call("POST", "/auth/confirm-email-change", { token: "123456" });
-    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
   });
 
@@ -453,14 +449,14 @@ describe("DELETE /auth/account", () => {
     expect((await deleteAccount(token)).status).toBe(204);
 
     // The account it checked is gone: its session must not be written (nor fail on the foreign key).
-    expect(await textOf(await racing.release())).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await racing.release())).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect(await storedUser(email)).toBeNull();
   });
 
   it("answers 401 for a wrong password and deletes nothing", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    expect(await textOf(await deleteAccount(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    expect(await textOf(await deleteAccount(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
     expect(await storedUser(email)).not.toBeNull();
     expect((await me(token)).status).toBe(200);
   });
@@ -478,7 +474,7 @@ describe("DELETE /auth/account", () => {
     await call("POST", "/auth/logout", undefined, bearer(token));
     for (const headers of [{}, bearer(token)]) {
       const response = await call("DELETE", "/auth/account", { password: PASSWORD }, headers);
-      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
       expect(response.headers.get("www-authenticate")).toBe("Bearer");
     }
   });

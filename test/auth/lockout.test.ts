@@ -4,34 +4,29 @@ import PostalMime from "postal-mime";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../src/auth/devices";
+import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
+import { Contract } from "../contract";
 import {
   bearer,
   call,
   callWithEnv,
   fireCron,
-  INVALID_ACCESS,
-  INVALID_CREDENTIALS,
-  INVALID_RESET_CODE,
   JSON_TYPE,
   jsonOf,
   logIn,
-  LOGIN_LOCKED,
   mailsTo,
   me,
   NEW_PASSWORD,
   otherCode,
   PASSWORD,
-  PASSWORD_RESET,
   randomEmail,
   register,
-  RESET_REQUESTED,
   storedUser,
   tally,
   TEXT,
   textOf,
   verifiedAccount,
-  WRONG_PASSWORD,
 } from "../helpers";
 
 /**
@@ -93,7 +88,7 @@ describe("device tokens (POST /auth/login)", () => {
     const { device_token: device } = await loggedIn(email);
 
     expect(tally(await wrongLogins(email, 40))).toEqual({ 401: 10, 429: 30 });
-    expect(await textOf(await loginFrom(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+    expect(await textOf(await loginFrom(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
 
     await loggedIn(email, device);
     // The device's success neither counted against the address nor lifted its lock.
@@ -108,9 +103,9 @@ describe("device tokens (POST /auth/login)", () => {
 
     const responses = await wrongLogins(email, 40, device);
     expect(tally(responses)).toEqual({ 401: 5, 429: 35 });
-    expect(await textOf(responses.find((response) => response.status === 401)!)).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(responses.find((response) => response.status === 401)!)).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     const refused = responses.find((response) => response.status === 429)!;
-    expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+    expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
     expect(await deviceRow(device)).toMatchObject({ failures: 5 });
 
@@ -157,7 +152,7 @@ describe("device tokens (POST /auth/login)", () => {
     await loggedIn(email, spoilt);
     // ...and no way past the address's lock.
     expect(tally(await wrongLogins(email, 12, spoilt))).toEqual({ 401: 10, 429: 2 });
-    expect(await textOf(await loginFrom(email, PASSWORD, spoilt))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+    expect(await textOf(await loginFrom(email, PASSWORD, spoilt))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
   });
 
   it("counts an expired token for nothing", async () => {
@@ -173,7 +168,7 @@ describe("device tokens (POST /auth/login)", () => {
     const change = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, bearer(token));
     expect(change.status).toBe(200);
     expect(tally(await wrongLogins(email, 12, device))).toEqual({ 401: 10, 429: 2 });
-    expect(await textOf(await loginFrom(email, NEW_PASSWORD, device))).toEqual({ status: 429, type: TEXT, body: LOGIN_LOCKED });
+    expect(await textOf(await loginFrom(email, NEW_PASSWORD, device))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect(await deviceRow(device)).toBeNull();
   });
 
@@ -186,7 +181,7 @@ describe("device tokens (POST /auth/login)", () => {
       type: JSON_TYPE,
       body: { token: expect.any(String), refresh_token: expect.any(String), expires_in: 3600, device_token: expect.any(String) },
     });
-    expect(await textOf(await loginFrom(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await loginFrom(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 });
 
@@ -212,12 +207,12 @@ describe("password re-checks of a session (change-password, change-email, delete
     const responses = await Promise.all(Array.from({ length: 40 }, () => recheck[name](token, "not my password")));
     expect(tally(responses)).toEqual({ 401: 40 });
     const bodies = await Promise.all(responses.map((response) => response.text()));
-    expect(bodies.filter((body) => body === WRONG_PASSWORD)).toHaveLength(5);
-    expect(bodies.filter((body) => body === INVALID_ACCESS)).toHaveLength(35);
+    expect(bodies.filter((body) => body === AuthMessage.wrongPassword)).toHaveLength(5);
+    expect(bodies.filter((body) => body === AuthMessage.invalidAccessToken)).toHaveLength(35);
 
     // That session is over, the right password included; the owner's other session and the address's
     // login are as they were, and nothing was changed.
-    expect(await textOf(await recheck[name](token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(await recheck[name](token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
     expect((await me(token)).status).toBe(401);
     expect((await me(other.token)).status).toBe(200);
     expect(await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email).first("n")).toBe(0);
@@ -242,12 +237,12 @@ describe("password re-checks of a session (change-password, change-email, delete
     for (let i = 0; i < 3; i++) expect((await sameAddress()).status).toBe(400);
     expect(await sessionFailures(token)).toBe(4);
     // The fifth wrong one ends it.
-    expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({ status: 401, type: TEXT, body: WRONG_PASSWORD });
+    expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
     expect(await sessionFailures(token)).toBeNull();
   });
 });
 
-const ForgotAnswer = v.strictObject({ message: v.literal(RESET_REQUESTED), request_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/)) });
+const ForgotAnswer = v.strictObject({ message: v.literal(AuthMessage.resetRequested), request_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/)) });
 
 /** A client's address, fresh per call, so that per-client counts never carry over between tests. */
 function randomIp(): string {
@@ -296,7 +291,7 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
 
     const answers = await Promise.all([known, unverified, randomEmail(), throttled].map((email) => forgotFrom(email, ip)));
     for (const { answer } of answers) {
-      expect(answer).toEqual({ status: 200, type: JSON_TYPE, body: { message: RESET_REQUESTED, request_id: expect.any(String) } });
+      expect(answer).toEqual({ status: 200, type: JSON_TYPE, body: { message: AuthMessage.resetRequested, request_id: expect.any(String) } });
     }
     expect(new Set(answers.map(({ requestId }) => requestId)).size).toBe(4);
     expect(await resetMailCodes(throttled)).toHaveLength(1);
@@ -315,11 +310,11 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const guesses = Array.from({ length: 40 }, (_, i) => resetWith(email, ids[i % ids.length]!, i % 8 === 0 ? code! : otherCode(code!)));
     const responses = await Promise.all(guesses);
     expect(tally(responses)).toEqual({ 401: 40 });
-    expect(new Set(await Promise.all(responses.map((response) => response.text())))).toEqual(new Set([INVALID_RESET_CODE]));
+    expect(new Set(await Promise.all(responses.map((response) => response.text())))).toEqual(new Set([AuthMessage.invalidResetCode]));
 
     // Five tries at most at each of the attacker's codes, none at the owner's, and the owner's code works.
     expect(await triesOf([owner.requestId, ...attacker])).toEqual([0, 5, 5]);
-    expect(await textOf(await resetWith(email, owner.requestId, code!))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
+    expect(await textOf(await resetWith(email, owner.requestId, code!))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });
 
@@ -340,7 +335,7 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const other = await forgotFrom(email, randomIp());
     const elsewhere = await forgotFrom(await verifiedAccount(), randomIp());
     for (const requestId of [other.requestId, elsewhere.requestId]) {
-      expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+      expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     }
     // A request id of another address does not even reach that address's code.
     expect(await triesOf([mine.requestId, other.requestId, elsewhere.requestId])).toEqual([0, 1, 0]);
@@ -417,7 +412,7 @@ describe("the lock-out script, replayed", () => {
     expect((await loginFrom(email, PASSWORD)).status).toBe(429);
     expect(await sessionFailures(stolen.token)).toBeNull();
     const rechecked = await Promise.all(rechecks.map((response) => response.text()));
-    expect(rechecked.filter((body) => body === WRONG_PASSWORD)).toHaveLength(5);
+    expect(rechecked.filter((body) => body === AuthMessage.wrongPassword)).toHaveLength(5);
     const attackerMails = await resetMailCodes(email);
     expect(attackerMails.length).toBeLessThanOrEqual(2);
     const tries = await triesOf([...attackerIds, ...laterForgets.map(({ requestId }) => requestId)]);
@@ -439,8 +434,8 @@ describe("the lock-out script, replayed", () => {
     const owner = await forgotFrom(email, randomIp());
     const codes = await resetMailCodes(email);
     expect(codes).toHaveLength(attackerMails.length + 1);
-    expect(await textOf(await resetWith(email, owner.requestId, codes.at(-1)!))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
-    expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await resetWith(email, owner.requestId, codes.at(-1)!))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
+    expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect((await loginFrom(email, NEW_PASSWORD, ownersDevice)).status).toBe(200);
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { AuthMessage } from "../../src/auth/messages";
 import { maskEmail } from "../../src/lib/log";
 import { MINUTE } from "../../src/lib/units";
+import { Contract } from "../contract";
 import {
   ACCEPTED,
   account,
@@ -14,14 +16,12 @@ import {
   expectEnded,
   forgot,
   heldLogin,
-  INVALID_CREDENTIALS,
-  INVALID_RESET_CODE,
   jsonOf,
   keepRequestId,
   lastRequestId,
   lockLogin,
-  logIn,
   login,
+  logIn,
   loginFailuresRow,
   mailedCode,
   mailsTo,
@@ -31,7 +31,6 @@ import {
   otherCode,
   PASSWORD,
   PASSWORD_CHANGED_TEXT,
-  PASSWORD_RESET,
   pastCooldown,
   quietRegister,
   randomEmail,
@@ -45,7 +44,6 @@ import {
   TEXT,
   textOf,
   type Tokens,
-  USER_EXISTS,
 } from "../helpers";
 
 /**
@@ -192,16 +190,16 @@ describe("POST /auth/reset-password", () => {
   it("sets the new password, uses the code up and mails a notice", async () => {
     const email = await account();
     const code = await resetCode(email);
-    expect(await textOf(await reset(email, code))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
+    expect(await textOf(await reset(email, code))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
 
-    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
     expect(await storedReset(email)).toBeNull();
     expect(await mailsWithSubject(email, Subject.passwordChanged)).toEqual([
       { from: "Notes API Test <sender@notes.test>", subject: Subject.passwordChanged, text: PASSWORD_CHANGED_TEXT },
     ]);
     // Used once: the same code again is refused and changes nothing.
-    expect(await textOf(await reset(email, code, "yet another passphrase"))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, code, "yet another passphrase"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
   });
 
@@ -238,7 +236,7 @@ describe("POST /auth/reset-password", () => {
     if (response.status === 200) {
       await expectEnded((await response.json()) as Tokens);
     } else {
-      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+      expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     }
     expect(await count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", (await storedUser(email))!.id)).toBe(0);
   });
@@ -266,16 +264,16 @@ describe("POST /auth/reset-password", () => {
     const email = await account();
     const code = await resetCode(email);
     for (const wrong of [otherCode(code), code.slice(1)]) {
-      expect(await textOf(await reset(email, wrong))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+      expect(await textOf(await reset(email, wrong))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     }
     expect(await storedReset(email)).toMatchObject({ code, attempts: 2 });
     expect((await login(email)).status).toBe(200);
   });
 
   it("answers 401 for an address without an account, or without a reset code", async () => {
-    expect(await textOf(await reset(randomEmail(), "123456"))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(randomEmail(), "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     const email = await account();
-    expect(await textOf(await reset(email, "123456"))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
   });
 
   it("does not take the account's verification code as a reset code, nor the reset code as a verification code", async () => {
@@ -283,12 +281,12 @@ describe("POST /auth/reset-password", () => {
     await register(email);
     const verification = await mailedCode(email);
     const code = await resetCode(email);
-    expect(await textOf(await reset(email, verification))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, verification))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     // Nor the other way round.
     expect(await textOf(await call("POST", "/auth/verify-email", { email, token: code }))).toEqual({
       status: 401,
       type: TEXT,
-      body: "Invalid or expired verification token.",
+      body: Contract.invalidToken,
     });
     expect((await storedUser(email))!.isVerified).toBe(0);
   });
@@ -297,7 +295,7 @@ describe("POST /auth/reset-password", () => {
     const email = await account();
     const code = await resetCode(email);
     await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE code = ?").bind(Date.now() - 1, code).run();
-    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect((await login(email)).status).toBe(200);
   });
 
@@ -305,9 +303,9 @@ describe("POST /auth/reset-password", () => {
     const email = await account();
     const code = await resetCode(email);
     for (let i = 0; i < 5; i++) {
-      expect(await textOf(await reset(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+      expect(await textOf(await reset(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     }
-    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     expect((await login(email)).status).toBe(200);
   });
@@ -319,10 +317,10 @@ describe("POST /auth/reset-password", () => {
 
     // Five tries were claimed and compared; the other 36 found the code void before any comparison.
     expect(tally(responses)).toEqual({ 401: 41 });
-    expect(await textOf(responses.at(-1)!)).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(responses.at(-1)!)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     expect((await login(email)).status).toBe(200);
-    expect(await textOf(await login(email, NEW_PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email, NEW_PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 
   it("resets once for 20 concurrent requests with the right code: one 200, the rest 401, one notice", async () => {
@@ -340,7 +338,7 @@ describe("POST /auth/reset-password", () => {
     const code = await resetCode(email);
     const own = lastRequestId(email);
     const other = await resetCode(email);
-    expect(await textOf(await reset(email, code, NEW_PASSWORD, lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: INVALID_RESET_CODE });
+    expect(await textOf(await reset(email, code, NEW_PASSWORD, lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     const attempts = await env.DB.prepare("SELECT code, attempts FROM reset_requests WHERE id IN (?, ?) ORDER BY attempts").bind(own, lastRequestId(email)).all();
     expect(attempts.results).toEqual([
       { code, attempts: 0 },
@@ -384,14 +382,14 @@ describe("taking back an address someone else registered", () => {
     const victim = randomEmail("victim");
     const attackerPassword = "the attacker's password";
     expect((await register(victim, attackerPassword)).status).toBe(201);
-    expect(await textOf(await register(victim, PASSWORD))).toEqual({ status: 409, type: TEXT, body: USER_EXISTS });
+    expect(await textOf(await register(victim, PASSWORD))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
 
     // The victim reads the reset code in their own mailbox (a minute after the squatter's registration mail).
     const code = await resetCode(victim);
-    expect(await textOf(await reset(victim, code, PASSWORD))).toEqual({ status: 200, type: TEXT, body: PASSWORD_RESET });
+    expect(await textOf(await reset(victim, code, PASSWORD))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
 
     const { token } = await logIn(victim);
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email: victim, verified: true } });
-    expect(await textOf(await login(victim, attackerPassword))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(victim, attackerPassword))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 });

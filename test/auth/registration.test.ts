@@ -2,10 +2,11 @@ import bcrypt from "bcryptjs";
 import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { AuthMessage } from "../../src/auth/messages";
 import { HOUR, MINUTE } from "../../src/lib/units";
+import { Contract } from "../contract";
 import {
   call,
-  CREATED,
   mailedCode,
   mailsTo,
   otherCode,
@@ -24,11 +25,8 @@ import {
 } from "../helpers";
 
 
-const INVALID_TOKEN = "Invalid or expired verification token.";
 
-const RESENT = "If this email belongs to an unverified account, a verification code has been sent.";
 
-const MAIL_THROTTLED = "Please wait before requesting another verification code.";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -66,7 +64,7 @@ describe("POST /auth/register", () => {
   it("creates an unverified user with a bcrypt hash and a code valid for 15 minutes", async () => {
     const email = randomEmail();
     const before = Date.now();
-    expect(await textOf(await register(email))).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await textOf(await register(email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
 
     const user = await storedUser(email);
     expect(user).not.toBeNull();
@@ -98,7 +96,7 @@ describe("POST /auth/register", () => {
     const parsed = await PostalMime.parse(mail.raw);
     expect(parsed.from).toEqual({ name: env.MAIL_FROM_NAME, address: env.MAIL_EMAIL });
     expect(parsed.to).toEqual([{ name: "", address: email }]);
-    expect(parsed.subject).toBe("Verify Your Email Address");
+    expect(parsed.subject).toBe(Contract.verificationSubject);
     const code = (await storedCode(email))!.code;
     expect(parsed.text?.trim()).toBe(`Your verification code is: ${code}`);
   });
@@ -108,7 +106,7 @@ describe("POST /auth/register", () => {
     await register(email);
     const first = await storedUser(email);
     const again = await register(`  ${email.toUpperCase()} `, "another password");
-    expect(await textOf(again)).toEqual({ status: 409, type: TEXT, body: "User with this email already exists." });
+    expect(await textOf(again)).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
     expect(await storedUser(email)).toEqual(first);
     expect(await mailsTo(email)).toHaveLength(1);
   });
@@ -177,7 +175,7 @@ describe("POST /auth/verify-email", () => {
     const email = randomEmail();
     await register(email);
     const response = await verify(email, await mailedCode(email));
-    expect(await textOf(response)).toEqual({ status: 200, type: TEXT, body: "Email verified successfully." });
+    expect(await textOf(response)).toEqual({ status: 200, type: TEXT, body: Contract.emailVerified });
     const user = await storedUser(email);
     expect(user).toMatchObject({ isVerified: 1 });
     expect(await storedCode(email)).toBeNull();
@@ -196,7 +194,7 @@ describe("POST /auth/verify-email", () => {
     ["a null e-mail", { email: null, token: "123456" }],
   ])("returns 400 when the body has %s", async (_case, body) => {
     const response = await call("POST", "/auth/verify-email", body);
-    expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: "Email and token are required." });
+    expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: Contract.emailAndTokenRequired });
   });
 
   it("returns 400 when the token is not a string", async () => {
@@ -211,14 +209,14 @@ describe("POST /auth/verify-email", () => {
 
   it("returns 401 for an unknown e-mail", async () => {
     const response = await verify(randomEmail(), "123456");
-    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
   });
 
   it("returns 401 for a wrong code and leaves the account unverified", async () => {
     const email = randomEmail();
     await register(email);
     const code = await mailedCode(email);
-    expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
     expect(await storedUser(email)).toMatchObject({ isVerified: 0 });
     expect(await storedCode(email)).toMatchObject({ code, attempts: 1 });
   });
@@ -228,7 +226,7 @@ describe("POST /auth/verify-email", () => {
     await register(email);
     const code = await mailedCode(email);
     await setCode(email, { expires_at: Date.now() - 1 });
-    expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
     expect((await storedUser(email))!.isVerified).toBe(0);
   });
 
@@ -248,7 +246,7 @@ describe("POST /auth/verify-email", () => {
     // Four wrong guesses leave the code usable...
     expect((await verify(email, "000000")).status).toBe(401);
     // ...the fifth voids it.
-    expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
     expect(await storedUser(email)).toMatchObject({ isVerified: 0 });
     // The refused try was not counted: the code is void at five.
     expect((await storedCode(email))!.attempts).toBe(5);
@@ -272,7 +270,7 @@ describe("POST /auth/verify-email", () => {
 
   it("returns 401 for an account that is already verified", async () => {
     const email = await verifiedAccount();
-    expect(await textOf(await verify(email, "123456"))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+    expect(await textOf(await verify(email, "123456"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
   });
 });
 
@@ -285,7 +283,7 @@ describe("POST /auth/resend-verification", () => {
     await setUser(email, { lastMailAt: Date.now() - MINUTE });
 
     const before = Date.now();
-    expect(await textOf(await resend(email))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await textOf(await resend(email))).toEqual({ status: 200, type: TEXT, body: AuthMessage.resendAccepted });
     expect(await mailedCodes(email)).toEqual([code, code]);
     const stored = await storedCode(email);
     expect(stored).toMatchObject({ code, attempts: 1 });
@@ -320,11 +318,11 @@ describe("POST /auth/resend-verification", () => {
 
   it("answers the same 200 for unknown and verified accounts and mails nothing", async () => {
     const unknown = randomEmail();
-    expect(await textOf(await resend(unknown))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await textOf(await resend(unknown))).toEqual({ status: 200, type: TEXT, body: AuthMessage.resendAccepted });
     expect(await mailsTo(unknown)).toEqual([]);
 
     const verified = await verifiedAccount();
-    expect(await textOf(await resend(verified))).toEqual({ status: 200, type: TEXT, body: RESENT });
+    expect(await textOf(await resend(verified))).toEqual({ status: 200, type: TEXT, body: AuthMessage.resendAccepted });
     expect(await mailsTo(verified)).toHaveLength(1); // the registration mail only
   });
 
@@ -332,7 +330,7 @@ describe("POST /auth/resend-verification", () => {
     const email = randomEmail();
     await register(email);
     const response = await resend(email);
-    expect(await textOf(response)).toEqual({ status: 429, type: TEXT, body: MAIL_THROTTLED });
+    expect(await textOf(response)).toEqual({ status: 429, type: TEXT, body: AuthMessage.mailThrottled });
     const retryAfter = Number(response.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThan(55);
     expect(retryAfter).toBeLessThanOrEqual(60);
@@ -351,7 +349,7 @@ describe("POST /auth/resend-verification", () => {
 
     await setUser(email, { lastMailAt: Date.now() - MINUTE });
     const capped = await resend(email);
-    expect(await textOf(capped)).toEqual({ status: 429, type: TEXT, body: MAIL_THROTTLED });
+    expect(await textOf(capped)).toEqual({ status: 429, type: TEXT, body: AuthMessage.mailThrottled });
     expect(Number(capped.headers.get("retry-after"))).toBeGreaterThan(60);
     expect(await mailsTo(email)).toHaveLength(5);
 
@@ -377,7 +375,7 @@ describe("POST /auth/resend-verification", () => {
   });
 
   it("returns 405 for GET", async () => {
-    expect(await textOf(await call("GET", "/auth/resend-verification"))).toEqual({ status: 405, type: TEXT, body: "Method not allowed" });
+    expect(await textOf(await call("GET", "/auth/resend-verification"))).toEqual({ status: 405, type: TEXT, body: Contract.methodNotAllowed });
   });
 });
 
@@ -413,7 +411,7 @@ describe("failed verifications across codes", () => {
     await register(email);
     const code = (await storedCode(email))!.code;
     for (let i = 0; i < 7; i++) {
-      expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+      expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
     }
     expect(await storedCode(email)).toMatchObject({ attempts: 5, window_attempts: 5 });
   });
@@ -437,7 +435,7 @@ describe("verification codes under bursts", () => {
       // may have re-sent it, but never with fewer tries than it had.
       const stored = await storedCode(email);
       if (stored!.code === code) expect(stored!.attempts).toBe(5);
-      expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: INVALID_TOKEN });
+      expect(await textOf(await verify(email, code))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
     }
   });
 

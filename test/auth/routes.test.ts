@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Contract } from "../contract";
 import { call, TEXT, textOf } from "../helpers";
 
 describe("wrong methods and unknown paths in the accounts area", () => {
@@ -20,7 +21,7 @@ describe("wrong methods and unknown paths in the accounts area", () => {
     ["POST", "/auth/account", "DELETE"],
   ])("returns 405 with Allow for %s %s", async (method, path, allow) => {
     const response = await call(method, path);
-    expect(await textOf(response)).toEqual({ status: 405, type: TEXT, body: "Method not allowed" });
+    expect(await textOf(response)).toEqual({ status: 405, type: TEXT, body: Contract.methodNotAllowed });
     expect(response.headers.get("allow")).toBe(allow);
   });
 

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { Contract } from "../contract";
 import { login, mailedCode, randomEmail, register, setUser, TEXT, textOf, verifiedAccount, verify } from "../helpers";
 
 /**
@@ -15,7 +16,7 @@ describe("Unicode in addresses and passwords", () => {
   it("treats the NFC and NFD spellings of an address as one account", async () => {
     const tag = crypto.randomUUID();
     expect((await register(nfd(tag))).status).toBe(201);
-    expect(await textOf(await register(nfc(tag)))).toEqual({ status: 409, type: TEXT, body: "User with this email already exists." });
+    expect(await textOf(await register(nfc(tag)))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
     const stored = await env.DB.prepare("SELECT email FROM users WHERE email = ?").bind(nfc(tag)).first("email");
     expect(stored).toBe(nfc(tag));
   });

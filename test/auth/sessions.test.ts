@@ -3,18 +3,17 @@ import { drizzle } from "drizzle-orm/d1";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { claimLogin, releaseLogin } from "../../src/auth/limits";
+import { AuthMessage } from "../../src/auth/messages";
 import { DAY, MINUTE } from "../../src/lib/units";
+import { Contract } from "../contract";
 import {
   bearer,
   call,
   callWithEnv,
-  INVALID_ACCESS,
-  INVALID_CREDENTIALS,
-  INVALID_REFRESH,
   JSON_TYPE,
   jsonOf,
-  logIn,
   login,
+  logIn,
   me,
   PASSWORD,
   randomEmail,
@@ -63,7 +62,6 @@ async function forged(claims: Record<string, unknown>, lifetimeSeconds: number |
  * below are exact, not "roughly".
  */
 
-const LOCKED = "Too many failed login attempts. Please try again later.";
 
 async function loginRow(email: string) {
   return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?")
@@ -101,18 +99,18 @@ describe("POST /auth/login", () => {
   });
 
   it("returns 401 for an unknown e-mail", async () => {
-    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 
   it("returns 401 for a wrong password", async () => {
     const email = await verifiedAccount();
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 
   it("returns 401, not 403, for an unverified account with a wrong password", async () => {
     const email = randomEmail();
     await register(email);
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 
   it("returns 403 for an unverified account with the right password", async () => {
@@ -121,7 +119,7 @@ describe("POST /auth/login", () => {
     expect(await textOf(await login(email, PASSWORD))).toEqual({
       status: 403,
       type: TEXT,
-      body: "Email not verified. Please check your inbox.",
+      body: Contract.notVerified,
     });
   });
 
@@ -129,7 +127,7 @@ describe("POST /auth/login", () => {
     const password = "x".repeat(72);
     const email = await verifiedAccount(password);
     expect((await login(email, password)).status).toBe(200);
-    expect(await textOf(await login(email, `${password}tail`))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(email, `${password}tail`))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 
   it.each([
@@ -205,12 +203,12 @@ describe("POST /auth/refresh", () => {
     const id = sessionIdOf(first.token);
     await setSession(id, { rotated_at: Date.now() - 11_000 });
 
-    expect(await textOf(await refresh(first.refresh_token))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+    expect(await textOf(await refresh(first.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
     expect(await storedSession(id)).toBeNull();
     // Every token of that login is dead: the thief's and the app's.
-    expect(await textOf(await refresh(second.refresh_token))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
-    expect(await textOf(await me(second.token))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
-    expect(await textOf(await me(first.token))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(await refresh(second.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    expect(await textOf(await me(second.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await me(first.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
   });
 
   it("revokes the session for a token two generations old, grace period or not", async () => {
@@ -246,13 +244,13 @@ describe("POST /auth/refresh", () => {
     ["malformed", "not-a-token"],
     ["of a session that does not exist", "AAAAAAAAAAAAAAAAAAAAAA.0.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],
   ])("answers 401 plain text for a refresh token that is %s", async (_case, token) => {
-    expect(await textOf(await refresh(token))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+    expect(await textOf(await refresh(token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
   });
 
   it("answers 401 for the refresh token of an expired session", async () => {
     const { token, refresh_token: refreshToken } = await logIn(await verifiedAccount());
     await setSession(sessionIdOf(token), { expires_at: Date.now() - 1 });
-    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
   });
 
   it.each([
@@ -284,8 +282,8 @@ describe("POST /auth/logout", () => {
     expect(await response.text()).toBe("");
     expect(await storedSession(sessionIdOf(token))).toBeNull();
 
-    expect(await textOf(await me(token))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
-    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: INVALID_REFRESH });
+    expect(await textOf(await me(token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
     for (const [method, path, body] of [
       ["GET", "/notes"],
       ["POST", "/notes", { title: "after logout", content: "c" }],
@@ -302,7 +300,7 @@ describe("POST /auth/logout", () => {
 
   it("answers 401 with WWW-Authenticate without a token", async () => {
     const response = await call("POST", "/auth/logout");
-    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
   });
 });
@@ -339,7 +337,7 @@ describe("GET /auth/sessions", () => {
   it("answers 401 for a token of an ended session", async () => {
     const { token } = await logIn(await verifiedAccount());
     await call("POST", "/auth/logout", undefined, bearer(token));
-    expect(await textOf(await call("GET", "/auth/sessions", undefined, bearer(token)))).toEqual({ status: 401, type: TEXT, body: INVALID_ACCESS });
+    expect(await textOf(await call("GET", "/auth/sessions", undefined, bearer(token)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
   });
 });
 
@@ -441,14 +439,14 @@ describe("login lock under a burst", () => {
     // Exactly ten attempts were claimed and checked; every other one was refused before bcrypt.
     expect(tally(responses)).toEqual({ 401: 10, 429: 31 });
     const right = responses.at(-1)!;
-    expect(await textOf(right)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(await textOf(right)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
     const row = await loginRow(email);
     expect(row!.failures).toBe(10);
     expect(row!.lockedUntil).toBeGreaterThan(Date.now() + 14 * MINUTE);
 
     // The lock holds afterwards too, for the right password.
-    expect(await textOf(await login(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(await textOf(await login(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
   });
 
   it("holds with the per-client limiter on as well", async () => {
@@ -502,18 +500,17 @@ describe("login input", () => {
   });
 
   it("still answers 401 for a plausible unknown address", async () => {
-    expect(await textOf(await login(randomEmail(), "wrong password"))).toEqual({ status: 401, type: TEXT, body: INVALID_CREDENTIALS });
+    expect(await textOf(await login(randomEmail(), "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
   });
 });
 
 describe("login lock", () => {
-  const LOCKED = "Too many failed login attempts. Please try again later.";
 
   it("locks an account for 15 minutes after 10 failed logins, even for the right password", async () => {
     const email = await verifiedAccount();
     for (let i = 0; i < 10; i++) expect((await login(email, "wrong password")).status).toBe(401);
     const locked = await login(email, PASSWORD);
-    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     const retryAfter = Number(locked.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThan(14 * 60);
     expect(retryAfter).toBeLessThanOrEqual(15 * 60);
@@ -535,10 +532,10 @@ describe("login lock", () => {
   it("answers an unknown address exactly like a registered one", async () => {
     const unknown = randomEmail();
     for (let i = 0; i < 10; i++) {
-      expect(await textOf(await login(unknown, "wrong password"))).toEqual({ status: 401, type: TEXT, body: "Invalid email or password." });
+      expect(await textOf(await login(unknown, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     }
     const locked = await login(unknown, PASSWORD);
-    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: LOCKED });
+    expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect(locked.headers.get("retry-after")).not.toBeNull();
   });
 });

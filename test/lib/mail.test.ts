@@ -5,11 +5,11 @@ import { readConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
 import { sendEmail } from "../../src/lib/mail";
 import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
+import { Contract } from "../contract";
 import {
   call,
   callWithEnv,
   captureLogs,
-  CREATED,
   mailsTo,
   PASSWORD,
   randomEmail,
@@ -46,7 +46,7 @@ describe("verification e-mail when the mail server misbehaves", () => {
     const email = randomEmail(peer.toLowerCase());
     const response = await registerThrough(peer, email);
 
-    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
     expect((await storedUser(email))?.isVerified).toBe(0);
     const failure = logs.find((line) => line.event === "verification_mail_failed");
     expect(failure).toMatchObject({ level: "error", errorName: "SmtpError" });
@@ -92,7 +92,7 @@ describe("verification e-mail when the mail server misbehaves", () => {
       email,
       password: PASSWORD,
     });
-    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
@@ -110,7 +110,7 @@ describe("credentials and TLS", () => {
       password: PASSWORD,
     });
 
-    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
     expect(await smtpCommands("plaintext")).toEqual(["EHLO notes.test"]);
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
@@ -156,7 +156,7 @@ describe("internationalized addresses", () => {
   it("sends nothing to a non-ASCII local part when the server lacks SMTPUTF8, and logs why", async () => {
     const logs = captureLogs();
     const email = `ünïcode-${unique()}@bücher.example`;
-    expect(await textOf(await registerThrough("asciiOnly", email))).toEqual({ status: 201, type: TEXT, body: CREATED });
+    expect(await textOf(await registerThrough("asciiOnly", email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
       errorName: "SmtpError",

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { Contract } from "../contract";
 import { call, error, JSON_TYPE, jsonOf, TEXT, textOf } from "../helpers";
 
 /** A note as the API renders it. */
@@ -299,21 +300,21 @@ describe("GET /notes/{id}", () => {
   it("returns 404 JSON when the note does not exist", async () => {
     const note = await createNote();
     await call("DELETE", `/notes/${note.id}`);
-    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it("returns 404 JSON for the largest safe integer id", async () => {
-    expect(await jsonOf(await call("GET", `/notes/${MAX_SAFE}`))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("GET", `/notes/${MAX_SAFE}`))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it.each(["0", "-1"])("treats %s as an integer id: 404 JSON", async (id) => {
-    expect(await jsonOf(await call("GET", `/notes/${id}`))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("GET", `/notes/${id}`))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it.each(["abc", "1.5", "1e3", "9007199254740993", "0x10", "1abc"])(
     "returns 400 JSON when the id is %s, not a safe decimal integer",
     async (id) => {
-      expect(await jsonOf(await call("GET", `/notes/${id}`))).toEqual(error(400, "Invalid note id"));
+      expect(await jsonOf(await call("GET", `/notes/${id}`))).toEqual(error(400, Contract.invalidNoteId));
     },
   );
 });
@@ -497,21 +498,21 @@ describe("PATCH /notes/{id}", () => {
   it("returns 404 JSON when the note does not exist, for an empty body", async () => {
     const note = await createNote();
     await call("DELETE", `/notes/${note.id}`);
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, {}))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, {}))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it("returns 404 JSON when the note does not exist, for a real change, and creates nothing", async () => {
     const note = await createNote();
     await call("DELETE", `/notes/${note.id}`);
     const title = marker("title");
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title, content: "c" }))).toEqual(error(404, "Note not found"));
-    expect(await jsonOf(await call("PATCH", `/notes/${MAX_SAFE}`, { title }))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title, content: "c" }))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await call("PATCH", `/notes/${MAX_SAFE}`, { title }))).toEqual(error(404, Contract.noteNotFound));
     expect(await storedNote(note.id)).toBeNull();
     expect(await notesWith(title)).toBe(0);
   });
 
   it.each(["abc", "1.5", "1e3", "9007199254740993"])("returns 400 JSON when the id is %s", async (id) => {
-    expect(await jsonOf(await call("PATCH", `/notes/${id}`, { title: "x" }))).toEqual(error(400, "Invalid note id"));
+    expect(await jsonOf(await call("PATCH", `/notes/${id}`, { title: "x" }))).toEqual(error(400, Contract.invalidNoteId));
   });
 });
 
@@ -527,14 +528,14 @@ describe("DELETE /notes/{id}", () => {
   it("returns 404 JSON on a second DELETE", async () => {
     const note = await createNote();
     expect((await call("DELETE", `/notes/${note.id}`)).status).toBe(204);
-    expect(await jsonOf(await call("DELETE", `/notes/${note.id}`))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("DELETE", `/notes/${note.id}`))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it("makes GET and PATCH answer 404 afterwards", async () => {
     const note = await createNote();
     expect((await call("DELETE", `/notes/${note.id}`)).status).toBe(204);
-    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual(error(404, "Note not found"));
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title: "back" }))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title: "back" }))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it("removes only the given note", async () => {
@@ -552,17 +553,17 @@ describe("DELETE /notes/{id}", () => {
   });
 
   it("returns 404 JSON when the note does not exist", async () => {
-    expect(await jsonOf(await call("DELETE", `/notes/${MAX_SAFE}`))).toEqual(error(404, "Note not found"));
-    expect(await jsonOf(await call("DELETE", "/notes/0"))).toEqual(error(404, "Note not found"));
+    expect(await jsonOf(await call("DELETE", `/notes/${MAX_SAFE}`))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await call("DELETE", "/notes/0"))).toEqual(error(404, Contract.noteNotFound));
   });
 
   it.each(["abc", "1.5", "1e3", "9007199254740993"])("returns 400 JSON when the id is %s", async (id) => {
-    expect(await jsonOf(await call("DELETE", `/notes/${id}`))).toEqual(error(400, "Invalid note id"));
+    expect(await jsonOf(await call("DELETE", `/notes/${id}`))).toEqual(error(400, Contract.invalidNoteId));
   });
 });
 
 describe("unsupported methods on /notes and /notes/{id}", () => {
-  const notAllowed = { status: 405, type: TEXT, body: "Method not allowed" };
+  const notAllowed = { status: 405, type: TEXT, body: Contract.methodNotAllowed };
 
   it.each(["PUT", "PATCH", "DELETE", "OPTIONS"])("answers %s /notes with 405 plain text and Allow: GET, POST", async (method) => {
     const response = await call(method, "/notes");
@@ -611,7 +612,7 @@ describe("unsupported methods on /notes and /notes/{id}", () => {
     ["OPTIONS", "1e3"],
     ["PUT", "9007199254740993"],
   ])("checks the id before the method: %s /notes/%s is 400 JSON", async (method, id) => {
-    expect(await jsonOf(await call(method, `/notes/${id}`))).toEqual(error(400, "Invalid note id"));
+    expect(await jsonOf(await call(method, `/notes/${id}`))).toEqual(error(400, Contract.invalidNoteId));
   });
 
   it.each([

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+import { Contract } from "../contract";
 import { call, callWithEnv, JSON_TYPE, jsonOf, PASSWORD, storedUser, verifiedAccount } from "../helpers";
 
 interface NoteJson {
@@ -67,7 +68,7 @@ describe("NOTES_AUTH=required", () => {
       type: JSON_TYPE,
       body: note,
     });
-    const notFound = { status: 404, type: JSON_TYPE, body: { error: "Note not found" } };
+    const notFound = { status: 404, type: JSON_TYPE, body: { error: Contract.noteNotFound } };
     expect(await jsonOf(await callWithEnv(required, "GET", `/notes/${note.id}`, undefined, bob.headers))).toEqual(notFound);
     expect(await jsonOf(await callWithEnv(required, "PATCH", `/notes/${note.id}`, { title: "bob was here" }, bob.headers))).toEqual(notFound);
     expect(await jsonOf(await callWithEnv(required, "DELETE", `/notes/${note.id}`, undefined, bob.headers))).toEqual(notFound);
