@@ -42,7 +42,23 @@ export async function fireCron(cron = "17 * * * *", scheduledTime = new Date()):
   await main.scheduled({ cron, scheduledTime });
 }
 
-/** The same app with some bindings replaced: another SMTP peer, a missing secret, a broken database. */
+/**
+ * The same app with some bindings replaced (another SMTP peer, a missing secret, a broken database), as
+ * soon as it answers: `settled` is the work the request left to waitUntil (mail sent after the answer).
+ */
+export async function callLeavingWork(
+  overrides: Partial<Bindings>,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ response: Response; settled: Promise<void> }> {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(buildRequest(method, path, body, headers), { ...env, ...overrides } as Bindings, ctx);
+  return { response, settled: waitOnExecutionContext(ctx) };
+}
+
+/** callLeavingWork, answering once the work left to waitUntil is done too. */
 export async function callWithEnv(
   overrides: Partial<Bindings>,
   method: string,
@@ -50,9 +66,8 @@ export async function callWithEnv(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  const ctx = createExecutionContext();
-  const response = await worker.fetch(buildRequest(method, path, body, headers), { ...env, ...overrides } as Bindings, ctx);
-  await waitOnExecutionContext(ctx);
+  const { response, settled } = await callLeavingWork(overrides, method, path, body, headers);
+  await settled;
   return response;
 }
 

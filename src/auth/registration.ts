@@ -89,7 +89,10 @@ export const registration = new Hono<AppEnv>()
     const { issued, waitMs } = await codeToMail(db, and(eq(users.email, email), eq(users.isVerified, false))!, "verify_email", now);
     if (!issued) return waitMs > 0 ? tooManyRequests(c, waitMs, AuthMessage.mailThrottled) : c.text(AuthMessage.resendAccepted, 200);
     log.info("verification_code_resent", { userId: issued.userId, email: maskEmail(email) });
-    await sendVerificationCode(config.smtp, email, issued.code, log);
+    // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
+    // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
+    // contract's order: the mail goes before its 201.)
+    c.executionCtx.waitUntil(sendVerificationCode(config.smtp, email, issued.code, log));
     return c.text(AuthMessage.resendAccepted, 200);
   })
 

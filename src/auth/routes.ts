@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { clientRateLimit, limitBody } from "../lib/guards";
+import { clientRateLimit, limitBody, noStore } from "../lib/guards";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
@@ -9,8 +9,12 @@ import { recovery } from "./recovery";
 import { registration } from "./registration";
 import { sessionRoutes } from "./sessions";
 
-/** The accounts area: one sub-app per flow, mounted at /auth, behind its body limit and per-client limit. */
+/**
+ * The accounts area: one sub-app per flow, mounted at /auth, behind its body limit and per-client limit.
+ * Its answers carry tokens or personal data, or say whether an address has an account: none is cached.
+ */
 export const auth = new Hono<AppEnv>()
+  .use(noStore())
   .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.AUTH_RATE_LIMITER, ["POST"], AuthMessage.clientThrottled))
   .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account);

@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
+import { clientKey } from "./client-key";
 import { errorResponse, setRetryAfter } from "./http";
 import { MINUTE } from "./units";
 
@@ -11,7 +12,8 @@ const CLIENT_LIMIT_PERIOD_MS = MINUTE;
 
 /**
  * Per-client limit through a Cloudflare Rate Limiting binding on requests of the given methods, keyed by
- * the client's IP address. RATE_LIMITS=off skips it (load tests only).
+ * the client (clientKey: an IPv4 address, or an IPv6 /64, the block one subscriber gets). RATE_LIMITS=off
+ * skips it (load tests only).
  */
 export function clientRateLimit(
   limiter: (env: AppEnv["Bindings"]) => RateLimit,
@@ -20,7 +22,7 @@ export function clientRateLimit(
 ): MiddlewareHandler<AppEnv> {
   return createMiddleware<AppEnv>(async (c, next) => {
     if (!c.var.config.clientRateLimits || !methods.includes(c.req.method)) return next();
-    const key = c.req.header("CF-Connecting-IP") ?? "unknown";
+    const key = clientKey(c);
     const { success } = await limiter(c.env).limit({ key });
     if (!success) {
       c.var.log.warn("client_rate_limited");
@@ -28,6 +30,17 @@ export function clientRateLimit(
       return errorResponse(c, 429, message);
     }
     await next();
+  });
+}
+
+/**
+ * `Cache-Control: no-store` on the answers of requests `applies` to: tokens and personal data must not sit
+ * in a browser's or a proxy's cache (RFC 6749 section 5.1, OWASP ASVS V8.2).
+ */
+export function noStore(applies: (c: Context<AppEnv>) => boolean = () => true): MiddlewareHandler<AppEnv> {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    await next();
+    if (applies(c)) c.header("Cache-Control", "no-store");
   });
 }
 
@@ -40,7 +53,8 @@ const corsForAllowedOrigins = cors({
   origin: (origin, c: Context<AppEnv>) => (c.var.config.corsOrigins.includes(origin) ? origin : null),
   allowMethods: ["GET", "POST", "PATCH", "DELETE"],
   allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key"],
-  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed"],
+  // Link pages the list and the search; WWW-Authenticate says which scheme a 401 wants.
+  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed", "Link", "WWW-Authenticate"],
   maxAge: 600,
 });
 

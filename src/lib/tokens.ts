@@ -133,7 +133,11 @@ export async function readRefreshToken(token: string, secret: string): Promise<R
   const match = REFRESH_TOKEN.exec(token);
   if (!match) return undefined;
   const claims = { sessionId: match[1]!, generation: Number(match[2]) };
+  const mac = fromBase64url(match[3]!);
+  // 43 base64url characters carry 258 bits for the MAC's 256: four spellings decode to the same MAC. Only
+  // the one we hand out is a refresh token, so a token has one spelling, like the session id it names.
+  if (base64url(mac) !== match[3]) return undefined;
   // HMAC verification compares in constant time.
-  const valid = await crypto.subtle.verify("HMAC", await refreshKey(secret), fromBase64url(match[3]!), refreshPayload(claims));
+  const valid = await crypto.subtle.verify("HMAC", await refreshKey(secret), mac, refreshPayload(claims));
   return valid ? claims : undefined;
 }

@@ -1,8 +1,9 @@
 import { Hono, type Context, type TypedResponse } from "hono";
+import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { asCaller } from "../auth/caller";
 import { badJson, describeRoute, json, jsonError, ref } from "../docs/describe";
-import { clientRateLimit, limitBody } from "../lib/guards";
+import { clientRateLimit, limitBody, noStore } from "../lib/guards";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
 import { jsonBody, queryParams } from "../lib/validation";
@@ -23,11 +24,19 @@ function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | 
   return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
 }
 
+/** Answers the contract's 400 for a bad `{id}` before anything else of the request is looked at. */
+const noteIdFirst = createMiddleware(async (c, next) => {
+  parseNoteId(c.req.param("id") ?? "");
+  await next();
+});
+
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
+  // Private notes are personal data: not cached (public notes, as the contract has them, may be).
+  .use(noStore((c) => c.var.config.notesAuth === "required"))
   .use(requireNotesAuth)
   .get(
     "/",
@@ -166,6 +175,8 @@ export const notesApp = new Hono<AppEnv>()
         ...notesErrors,
       },
     }),
+    // The contract checks the id first: a bad id is its 400 whatever the body holds.
+    noteIdFirst,
     jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { title, content } = c.req.valid("json");

@@ -2,50 +2,12 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
 import { Contract } from "../contract";
-import {
-  account,
-  bearer,
-  call,
-  callWithEnv,
-  codeIn,
-  count,
-  expectEnded,
-  heldLogin,
-  holdRequest,
-  JSON_TYPE,
-  jsonOf,
-  lastRequestId,
-  lockLogin,
-  login,
-  logIn,
-  loginFailuresRow,
-  mailsTo,
-  mailsWithSubject,
-  me,
-  NEW_PASSWORD,
-  otherCode,
-  PASSWORD,
-  PASSWORD_CHANGED_TEXT,
-  pastCooldown,
-  quietRegister,
-  randomEmail,
-  refresh,
-  reset,
-  resetCode,
-  setCode,
-  storedCode,
-  storedUser,
-  Subject,
-  TEXT,
-  textOf,
-  type Tokens,
-} from "../helpers";
+import { account, bearer, call, callWithEnv, codeIn, count, expectEnded, heldLogin, holdRequest, JSON_TYPE, jsonOf, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, refresh, reset, resetCode, setCode, storedCode, storedUser, Subject, TEXT, textOf, type Tokens } from "../helpers";
 
 /**
  * Account management (change password, change e-mail, delete the account: src/auth/account.ts), through
  * the deployed app's fetch handler, with the codes read from the mails the loopback SMTP server received.
  */
-
 
 function changePassword(token: string, currentPassword: string, newPassword = NEW_PASSWORD): Promise<Response> {
   return call("POST", "/auth/change-password", { current_password: currentPassword, new_password: newPassword }, bearer(token));

@@ -7,34 +7,13 @@ import { issueDeviceToken } from "../../src/auth/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  fireCron,
-  JSON_TYPE,
-  jsonOf,
-  logIn,
-  mailsTo,
-  me,
-  NEW_PASSWORD,
-  otherCode,
-  PASSWORD,
-  randomEmail,
-  register,
-  storedUser,
-  tally,
-  TEXT,
-  textOf,
-  verifiedAccount,
-} from "../helpers";
+import { bearer, call, callWithEnv, fireCron, JSON_TYPE, jsonOf, logIn, mailsTo, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
  * address's owner: each rule one at a time and under a concurrent burst (every request launched before
  * any answer is read), and at the end the whole lock-out script replayed against one owner.
  */
-
 
 const LoginAnswer = v.strictObject({
   token: v.string(),

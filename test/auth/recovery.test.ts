@@ -4,47 +4,7 @@ import { AuthMessage } from "../../src/auth/messages";
 import { maskEmail } from "../../src/lib/log";
 import { MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import {
-  ACCEPTED,
-  account,
-  awaitMails,
-  call,
-  callWithEnv,
-  captureLogs,
-  codeIn,
-  count,
-  expectEnded,
-  forgot,
-  heldLogin,
-  jsonOf,
-  keepRequestId,
-  lastRequestId,
-  lockLogin,
-  login,
-  logIn,
-  loginFailuresRow,
-  mailedCode,
-  mailsTo,
-  mailsWithSubject,
-  me,
-  NEW_PASSWORD,
-  otherCode,
-  PASSWORD,
-  PASSWORD_CHANGED_TEXT,
-  pastCooldown,
-  quietRegister,
-  randomEmail,
-  register,
-  reset,
-  resetCode,
-  storedCode,
-  storedUser,
-  Subject,
-  tally,
-  TEXT,
-  textOf,
-  type Tokens,
-} from "../helpers";
+import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
 
 /**
  * Account recovery (forgot and reset password, src/auth/recovery.ts), through the deployed app's fetch

@@ -6,35 +6,7 @@ import { claimLogin, releaseLogin } from "../../src/auth/limits";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY, MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  JSON_TYPE,
-  jsonOf,
-  login,
-  logIn,
-  me,
-  PASSWORD,
-  randomEmail,
-  refresh,
-  register,
-  sessionIdOf,
-  storedSession,
-  type StoredSession,
-  storedUser,
-  tally,
-  TEXT,
-  textOf,
-  type Tokens,
-  verifiedAccount,
-} from "../helpers";
-
-
-
-
-
-
+import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, login, logIn, me, PASSWORD, randomEmail, refresh, register, sessionIdOf, storedSession, type StoredSession, storedUser, tally, TEXT, textOf, type Tokens, verifiedAccount } from "../helpers";
 
 async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {
   const names = Object.keys(columns) as Array<keyof StoredSession>;
@@ -61,7 +33,6 @@ async function forged(claims: Record<string, unknown>, lifetimeSeconds: number |
  * is launched before any answer is read. Each limit must be decided by one atomic write, so the counts
  * below are exact, not "roughly".
  */
-
 
 async function loginRow(email: string) {
   return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?")
@@ -169,6 +140,19 @@ describe("POST /auth/login sessions", () => {
 });
 
 describe("POST /auth/refresh", () => {
+  it("accepts a refresh token in its one spelling only, not the three others its last character could take", async () => {
+    const tokens = await logIn(await verifiedAccount());
+    // The MAC's 43rd base64url character carries 2 bits and 4 unused ones: flipping the unused bits keeps
+    // the decoded MAC, and must not keep the token.
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const last = alphabet.indexOf(tokens.refresh_token.at(-1)!);
+    const others = [1, 2, 3].map((bits) => tokens.refresh_token.slice(0, -1) + alphabet[(last & ~3) | ((last & 3) ^ bits)]!);
+    for (const other of others) {
+      expect(await textOf(await refresh(other))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    }
+    expect((await refresh(tokens.refresh_token)).status).toBe(200);
+  });
+
   it("rotates: a new access token and a new refresh token for the same session", async () => {
     const email = await verifiedAccount();
     const first = await logIn(email);

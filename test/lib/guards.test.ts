@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, callWithEnv, JSON_TYPE, randomEmail, TEXT, textOf } from "../helpers";
+import { call, callWithEnv, JSON_TYPE, randomEmail, tally, TEXT, textOf } from "../helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -111,9 +111,59 @@ describe("CORS", () => {
     expect(byDefault.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("lets a browser read Link (the next page) and WWW-Authenticate (the scheme a 401 wants)", async () => {
+    const response = await callWithEnv({ ...origins, NOTES_AUTH: "required" }, "GET", "/notes", undefined, { Origin: "https://app.example.com" });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toBe("Bearer");
+    expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(expect.arrayContaining(["Link", "WWW-Authenticate"]));
+  });
+
   it("marks actual responses for an allowed origin, and leaves plain OPTIONS to the spec's 405", async () => {
     const response = await callWithEnv(origins, "GET", "/notes", undefined, { Origin: "https://app.example.com" });
     expect(response.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
     expect((await call("OPTIONS", "/notes")).status).toBe(405);
+  });
+});
+
+describe("per-client rate limit keys", () => {
+  const limited = { RATE_LIMITS: "on" };
+  /** A fresh /64 of the documentation range, and an address inside it. */
+  const prefix = () => `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:${Math.floor(Math.random() * 0xffff).toString(16)}`;
+
+  it("counts every address of one IPv6 /64 as one client: of 40 concurrent POSTs from 40 addresses, 30 pass", async () => {
+    const net = prefix();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` })),
+    );
+    expect(tally(answers)).toEqual({ 400: 30, 429: 10 });
+    // The same /64 spelled another way is the same client; the next /64 is another one.
+    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net.toUpperCase()}:0:0:0:ffff` })).status).toBe(429);
+    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${prefix()}::1` })).status).toBe(400);
+  });
+
+  it("keys IPv4 clients by their whole address", async () => {
+    const a = `198.51.100.${Math.floor(Math.random() * 250)}`;
+    const b = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    const fromA = await Promise.all(Array.from({ length: 31 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": a })));
+    expect(tally(fromA)).toEqual({ 400: 30, 429: 1 });
+    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": b })).status).toBe(400);
+  });
+});
+
+describe("Cache-Control", () => {
+  it("is no-store on every accounts answer: tokens, personal data, errors", async () => {
+    for (const response of [
+      await call("POST", "/auth/login", { email: randomEmail(), password: "wrong password" }),
+      await call("GET", "/auth/me"),
+      await call("GET", "/auth/sessions"),
+      await call("POST", "/auth/refresh", { refresh_token: "x" }),
+    ]) {
+      expect(response.headers.get("cache-control")).toBe("no-store");
+    }
+  });
+
+  it("is no-store on notes answers when notes are private, and left to caches when they are public", async () => {
+    expect((await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes")).headers.get("cache-control")).toBe("no-store");
+    expect((await call("GET", "/notes?limit=1")).headers.get("cache-control")).toBeNull();
   });
 });

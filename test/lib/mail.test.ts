@@ -6,24 +6,8 @@ import { createLogger } from "../../src/lib/log";
 import { sendEmail } from "../../src/lib/mail";
 import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
 import { Contract } from "../contract";
-import {
-  call,
-  callWithEnv,
-  captureLogs,
-  mailsTo,
-  PASSWORD,
-  randomEmail,
-  register,
-  smtpCommands,
-  smtpConnections,
-  smtpPort,
-  storedCode,
-  storedUser,
-  TEXT,
-  textOf,
-} from "../helpers";
+import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, register, smtpCommands, smtpConnections, smtpPort, storedCode, storedUser, TEXT, textOf } from "../helpers";
 import type { SmtpPeer } from "../smtp/types";
-
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -51,7 +51,6 @@ function asStored(note: NoteJson): StoredNote {
   return { id: note.id, title: note.title, content: note.content, created_at: Date.parse(note.created_at) };
 }
 
-
 describe("GET /notes", () => {
   it("returns 200 JSON with the created notes as exact objects, in ascending id order", async () => {
     const created = [await createNote(), await createNote(), await createNote()];
@@ -320,6 +319,12 @@ describe("GET /notes/{id}", () => {
 });
 
 describe("PATCH /notes/{id}", () => {
+  it("answers the contract's 400 for a bad id even when the body is bad too: the id is checked first", async () => {
+    for (const body of ["{", { title: 5 }, { title: "" }]) {
+      expect(await jsonOf(await call("PATCH", "/notes/abc", body))).toEqual(error(400, Contract.invalidNoteId));
+    }
+  });
+
   it("changes only the title when only the title is sent", async () => {
     const note = await createNote();
     const title = marker("new-title");

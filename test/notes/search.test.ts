@@ -45,7 +45,6 @@ function nextLink(response: Response): string | null {
   return match![1]!;
 }
 
-
 describe("GET /notes?q=", () => {
   it("answers the matching notes as the same note JSON as GET /notes/{id}", async () => {
     const word = uniqueWord();
