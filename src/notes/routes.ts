@@ -24,9 +24,10 @@ function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | 
   return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
 }
 
-/** Answers the contract's 400 for a bad `{id}` before anything else of the request is looked at. */
+/** Answers the contract's 400 for a bad `{id}` (on paths that have one) before anything else is looked at. */
 const noteIdFirst = createMiddleware(async (c, next) => {
-  parseNoteId(c.req.param("id") ?? "");
+  const id = c.req.param("id");
+  if (id !== undefined) parseNoteId(id);
   await next();
 });
 
@@ -210,10 +211,4 @@ export const notesApp = new Hono<AppEnv>()
 
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
 // above, so that the exported app type (and with it the typed client) lists only the methods that exist.
-for (const [path, allow] of allowedMethods(notesApp.routes)) {
-  notesApp.all(path, (c) => {
-    const id = c.req.param("id");
-    if (id !== undefined) parseNoteId(id);
-    return methodNotAllowed(allow)(c);
-  });
-}
+for (const [path, allow] of allowedMethods(notesApp.routes)) notesApp.all(path, noteIdFirst, methodNotAllowed(allow));
