@@ -15,8 +15,9 @@ export default defineConfig(async () => {
             // belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
             // table mid-response, which the shared DB cannot do without disturbing other tests.
             // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
-            // migration index the notes written before it.
-            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db" },
+            // migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
+            // the deployment-wide counter it exhausts must not refuse the codes of every other test.
+            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db" },
             bindings: {
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,

@@ -20,6 +20,8 @@ export interface Config {
   clientRateLimits: boolean;
   /** "required": the notes area needs a login token and shows each user only their own notes. */
   notesAuth: "off" | "required";
+  /** FAILED_CODE_HOURLY_LIMIT: failed code tries of all accounts together in an hour before all are refused. */
+  failedCodeHourlyLimit: number;
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
 }
@@ -59,6 +61,7 @@ export function readConfig(env: Env): Config {
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
     notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
+    failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")
       .map((origin) => origin.trim())

@@ -9,6 +9,7 @@ declare global {
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;
+      BUDGET_DB: D1Database;
     }
   }
 }

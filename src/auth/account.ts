@@ -10,6 +10,7 @@ import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
 import { callerSession, liveSession, requireAccessToken, unauthorized, type CallerEnv } from "./caller";
+import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
 import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
 import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
@@ -185,11 +186,20 @@ export const account = new Hono<AppEnv>()
         "401": text("Wrong, expired or voided code, or an invalid access token", AuthMessage.invalidConfirmationCode, AuthMessage.invalidAccessToken),
         "409": text("The address was registered by someone else meanwhile", AuthMessage.userExists),
         ...accountErrors,
-        "429": throttled(text("Too many tries, or the per-client limit", AuthMessage.codeThrottled, AuthMessage.clientThrottled)),
+        "429": throttled(
+          text(
+            "Too many tries (this account's, or the whole service's failed code tries), or the per-client limit",
+            AuthMessage.codeThrottled,
+            AuthMessage.codeBudgetExhausted,
+            AuthMessage.clientThrottled,
+          ),
+        ),
       },
     }),
     requireAccessToken,
-    jsonBody(ConfirmEmailChangeBody), async (c) => {
+    jsonBody(ConfirmEmailChangeBody),
+    codeTryBudget,
+    async (c) => {
     const { token } = c.req.valid("json");
     const { config, db, log } = c.var;
     const caller = c.var.caller;

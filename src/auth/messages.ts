@@ -20,6 +20,7 @@ export const AuthMessage = {
   emailString: "Email must be a string.",
   mailThrottled: "Please wait before requesting another verification code.",
   verifyThrottled: "Too many failed verification attempts. Please try again later.",
+  codeBudgetExhausted: "Too many failed code attempts on this service. Please try again later.",
   loginLocked: "Too many failed login attempts. Please try again later.",
   clientThrottled: "Too many requests. Please slow down.",
   invalidAccessToken: "Invalid or expired access token.",

@@ -1,7 +1,7 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { loginFailures, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
-import { badJson, describeRoute, json, text } from "../docs/describe";
+import { badJson, describeRoute, json, text, throttled } from "../docs/describe";
 import { clientKey } from "../lib/client-key";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";
@@ -9,6 +9,7 @@ import { newSessionId } from "../lib/tokens";
 import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
+import { codeTryBudget } from "./code-budget";
 import { CODE_TTL_MS, codesMatch, generateCode, MAX_CODE_ATTEMPTS } from "./codes";
 import { accountErrors, accountsTag, passwordRules } from "./docs";
 import { claimResetMail, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR, resetMailAllowance, resetMailClaimed, resetMailWait } from "./limits";
@@ -145,9 +146,14 @@ export const recovery = new Hono<AppEnv>()
         ),
         "401": text("Unknown e-mail or request id, wrong, expired or voided code", AuthMessage.invalidResetCode),
         ...accountErrors,
+        "429": throttled(
+          text("The whole service's failed code tries are used up for the hour, or the per-client limit", AuthMessage.codeBudgetExhausted, AuthMessage.clientThrottled),
+        ),
       },
     }),
-    jsonBody(ResetPasswordBody), async (c) => {
+    jsonBody(ResetPasswordBody),
+    codeTryBudget,
+    async (c) => {
     const { email, request_id: requestId, token, password } = c.req.valid("json");
     const { config, db, log } = c.var;
 

@@ -8,6 +8,7 @@ import { hashPassword } from "../lib/password";
 import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
+import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode, MAX_CODE_ATTEMPTS } from "./codes";
 import { accountErrors, accountsTag, passwordRules } from "./docs";
 import { CODE_TRIES_PER_HOUR, MAILS_PER_HOUR } from "./limits";
@@ -108,10 +109,19 @@ export const registration = new Hono<AppEnv>()
         "400": text("Missing or malformed fields", AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings, ...badJson),
         "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidToken),
         ...accountErrors,
-        "429": throttled(text("Too many failures, or the per-client limit", AuthMessage.verifyThrottled, AuthMessage.clientThrottled)),
+        "429": throttled(
+          text(
+            "Too many failures (this account's, or the whole service's failed code tries), or the per-client limit",
+            AuthMessage.verifyThrottled,
+            AuthMessage.codeBudgetExhausted,
+            AuthMessage.clientThrottled,
+          ),
+        ),
       },
     }),
-    jsonBody(VerifyEmailBody), async (c) => {
+    jsonBody(VerifyEmailBody),
+    codeTryBudget,
+    async (c) => {
     const { email, token } = c.req.valid("json");
     const { db, log } = c.var;
 

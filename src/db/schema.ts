@@ -189,6 +189,17 @@ export const idempotencyKeys = sqliteTable(
   ],
 );
 
+/**
+ * Counters of the whole deployment in fixed one-hour windows, one row per name: the failed tries at codes
+ * of every account (see codeTryBudget), the layer that slows guessing across accounts down where each
+ * account's own limits cannot.
+ */
+export const deploymentWindows = sqliteTable("deployment_windows", {
+  name: text("name").primaryKey(),
+  windowStart: integer("window_start").notNull().default(0),
+  count: integer("count").notNull().default(0),
+});
+
 export type User = typeof users.$inferSelect;
 export type Session = typeof sessions.$inferSelect;
 export type Note = typeof notes.$inferSelect;
