@@ -415,31 +415,29 @@ describe("access tokens that are refused", () => {
 });
 
 describe("login lock under a burst", () => {
-  it("checks at most 10 passwords of 40 wrong ones and the right one sent together, and refuses the right one", async () => {
+  it("checks at most 10 of 40 wrong passwords sent together, then refuses the right one", async () => {
     const email = await verifiedAccount();
-    const burst = [...Array.from({ length: 40 }, () => login(email, "wrong password")), login(email, PASSWORD)];
-    const responses = await Promise.all(burst);
+    const responses = await Promise.all(Array.from({ length: 40 }, () => login(email, "wrong password")));
 
     // Exactly ten attempts were claimed and checked; every other one was refused before bcrypt.
-    expect(tally(responses)).toEqual({ 401: 10, 429: 31 });
-    const right = responses.at(-1)!;
-    expect(await textOf(right)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
-    expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
+    expect(tally(responses)).toEqual({ 401: 10, 429: 30 });
     const row = await loginRow(email);
     expect(row!.failures).toBe(10);
     expect(row!.lockedUntil).toBeGreaterThan(Date.now() + 14 * MINUTE);
 
-    // The lock holds afterwards too, for the right password.
-    expect(await textOf(await login(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    // The lock holds for the right password too.
+    const right = await login(email, PASSWORD);
+    expect(await textOf(right)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
   });
 
   it("holds with the per-client limiter on as well", async () => {
     const email = await verifiedAccount();
     const send = (password: string) =>
       callWithEnv({ RATE_LIMITS: "on" }, "POST", "/auth/login", { email, password }, { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` });
-    const responses = await Promise.all([...Array.from({ length: 28 }, () => send("wrong password")), send(PASSWORD)]);
-    expect(tally(responses)).toEqual({ 401: 10, 429: 19 });
-    expect(responses.at(-1)!.status).toBe(429);
+    const responses = await Promise.all(Array.from({ length: 28 }, () => send("wrong password")));
+    expect(tally(responses)).toEqual({ 401: 10, 429: 18 });
+    expect((await send(PASSWORD)).status).toBe(429);
   });
 
   it("counts an unknown address the same way", async () => {
