@@ -93,12 +93,9 @@ export async function smtpCommands(peer: SmtpPeer): Promise<string[]> {
 
 /** The code from the one verification e-mail sent to `address`. */
 export async function mailedCode(address: string): Promise<string> {
-  const mails = await mailsTo(address);
-  if (mails.length !== 1) throw new Error(`expected one mail to ${address}, found ${mails.length}`);
-  const parsed = await PostalMime.parse(mails[0]!.raw);
-  const match = /^Your verification code is: (\d{6})$/.exec(parsed.text?.trim() ?? "");
-  if (!match) throw new Error(`no code in mail to ${address}: ${parsed.text}`);
-  return match[1]!;
+  const codes = await codesMailed(address, CodePrefix.verification);
+  if (codes.length !== 1) throw new Error(`expected one verification mail to ${address}, found ${codes.length}`);
+  return codes[0]!;
 }
 
 export function login(email: string, password = PASSWORD): Promise<Response> {
@@ -312,16 +309,35 @@ export async function pastCooldown(email: string): Promise<void> {
   await env.DB.prepare("UPDATE reset_mail_allowances SET last_mail_at = ? WHERE email = ?").bind(Date.now() - MINUTE, email).run();
 }
 
+/** A received message as a test reads it: sender, subject and trimmed text. */
+export async function parseMail(raw: string): Promise<ParsedMail> {
+  const message = await PostalMime.parse(raw);
+  const from = message.from ? `${message.from.name} <${message.from.address}>` : undefined;
+  return { from, subject: message.subject ?? "", text: (message.text ?? "").trim() };
+}
+
 /** Every mail sent to `address` with `subject`, oldest first, parsed. */
 export async function mailsWithSubject(address: string, subject: string): Promise<ParsedMail[]> {
-  const parsed: ParsedMail[] = [];
-  for (const mail of await mailsTo(address)) {
-    const message = await PostalMime.parse(mail.raw);
-    if (message.subject !== subject) continue;
-    const from = message.from ? `${message.from.name} <${message.from.address}>` : undefined;
-    parsed.push({ from, subject: message.subject, text: (message.text ?? "").trim() });
-  }
-  return parsed;
+  const parsed = await Promise.all((await mailsTo(address)).map((mail) => parseMail(mail.raw)));
+  return parsed.filter((mail) => mail.subject === subject);
+}
+
+/** The text before the code in each kind of mail that carries one. */
+export const CodePrefix = {
+  verification: "Your verification code is: ",
+  reset: "Your password reset code is: ",
+  emailChange: "Your email change confirmation code is: ",
+} as const;
+
+/** The 6-digit code of a text that is `<prefix><code>`, if it is one. */
+function codeAfter(prefix: string, text: string): string | undefined {
+  return text.startsWith(prefix) && /^\d{6}$/.test(text.slice(prefix.length)) ? text.slice(prefix.length) : undefined;
+}
+
+/** The codes of every mail to `address` whose text is `<prefix><code>`, oldest first. */
+export async function codesMailed(address: string, prefix: string): Promise<string[]> {
+  const texts = await Promise.all((await mailsTo(address)).map(async (mail) => (await parseMail(mail.raw)).text));
+  return texts.map((text) => codeAfter(prefix, text)).filter((code) => code !== undefined);
 }
 
 /** Waits (up to 2 s) until `address` has `count` mails with `subject`: forgot-password mails after answering. */
@@ -336,9 +352,9 @@ export async function awaitMails(address: string, subject: string, count = 1): P
 
 /** The 6-digit code of a mail whose text is `<prefix><code>`. */
 export function codeIn(mail: ParsedMail | undefined, prefix: string): string {
-  const match = new RegExp(`^${prefix}(\\d{6})$`).exec(mail?.text ?? "");
-  if (!match) throw new Error(`no code in mail: ${mail?.text}`);
-  return match[1]!;
+  const code = codeAfter(prefix, mail?.text ?? "");
+  if (!code) throw new Error(`no code in mail: ${mail?.text}`);
+  return code;
 }
 
 /** Asks for a reset code (past the cooldown) and returns the code from the newest reset mail. */
@@ -348,7 +364,7 @@ export async function resetCode(email: string): Promise<string> {
   expect(await jsonOf(await forgot(email))).toEqual(ACCEPTED);
   const mails = await awaitMails(email, Subject.reset, before + 1);
   expect(mails).toHaveLength(before + 1);
-  return codeIn(mails.at(-1), "Your password reset code is: ");
+  return codeIn(mails.at(-1), CodePrefix.reset);
 }
 
 export async function count(sql: string, ...params: unknown[]): Promise<number> {

@@ -1,13 +1,12 @@
 import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
-import PostalMime from "postal-mime";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../src/auth/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { bearer, call, callWithEnv, fireCron, JSON_TYPE, jsonOf, logIn, mailsTo, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
+import { bearer, call, callWithEnv, CodePrefix, codesMailed, fireCron, JSON_TYPE, jsonOf, logIn, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
@@ -244,15 +243,7 @@ function resetWith(email: string, requestId: string, token: string, password = N
 }
 
 /** The codes of every reset mail `email` has received, oldest first. */
-async function resetMailCodes(email: string): Promise<string[]> {
-  const codes: string[] = [];
-  for (const mail of await mailsTo(email)) {
-    const text = ((await PostalMime.parse(mail.raw)).text ?? "").trim();
-    const match = /^Your password reset code is: (\d{6})$/.exec(text);
-    if (match) codes.push(match[1]!);
-  }
-  return codes;
-}
+const resetMailCodes = (email: string) => codesMailed(email, CodePrefix.reset);
 
 /** The tries each of `requestIds` has had at its code (null for a request that stored no code). */
 async function triesOf(requestIds: string[]): Promise<Array<number | null>> {

@@ -4,7 +4,7 @@ import { AuthMessage } from "../../src/auth/messages";
 import { maskEmail } from "../../src/lib/log";
 import { MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
+import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, CodePrefix, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
 
 /**
  * Account recovery (forgot and reset password, src/auth/recovery.ts), through the deployed app's fetch
@@ -43,7 +43,7 @@ describe("POST /auth/forgot-password", () => {
     expect(mails).toEqual([
       { from: "Notes API Test <sender@notes.test>", subject: Subject.reset, text: expect.stringMatching(/^Your password reset code is: \d{6}$/) },
     ]);
-    const code = codeIn(mails[0], "Your password reset code is: ");
+    const code = codeIn(mails[0], CodePrefix.reset);
     const stored = await storedReset(email);
     expect(stored).toMatchObject({ code, attempts: 0 });
     expect(stored!.expires_at).toBeGreaterThanOrEqual(before + 15 * MINUTE);

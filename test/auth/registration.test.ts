@@ -5,27 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
 import { HOUR, MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import {
-  call,
-  callLeavingWork,
-  callWithEnv,
-  mailedCode,
-  mailsTo,
-  otherCode,
-  PASSWORD,
-  randomEmail,
-  register,
-  setCode,
-  setUser,
-  smtpPort,
-  storedCode,
-  storedUser,
-  tally,
-  TEXT,
-  textOf,
-  verifiedAccount,
-  verify,
-} from "../helpers";
+import { call, callLeavingWork, callWithEnv, CodePrefix, codesMailed, mailedCode, mailsTo, otherCode, PASSWORD, randomEmail, register, setCode, setUser, smtpPort, storedCode, storedUser, tally, TEXT, textOf, verifiedAccount, verify } from "../helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -40,14 +20,7 @@ function resend(email: string) {
 }
 
 /** The codes in every verification mail sent to `email`, oldest first. */
-async function mailedCodes(email: string): Promise<string[]> {
-  const codes: string[] = [];
-  for (const mail of await mailsTo(email)) {
-    const text = (await PostalMime.parse(mail.raw)).text ?? "";
-    codes.push(/Your verification code is: (\d{6})/.exec(text)![1]!);
-  }
-  return codes;
-}
+const mailedCodes = (email: string) => codesMailed(email, CodePrefix.verification);
 
 /** Registers an account and moves its last mail back past the 60-second cooldown. */
 async function accountPastCooldown(): Promise<string> {
