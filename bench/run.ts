@@ -20,11 +20,24 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import bcrypt from "bcryptjs";
 import { buildBundle, type Bundle } from "./lib/build.ts";
-import { closeConnections, download, median, percentile, runLoad, send, type RequestFactory, type RequestSpec, type RunStats } from "./lib/load.ts";
+import {
+  closeConnections,
+  download,
+  median,
+  percentile,
+  runLoad,
+  send,
+  type RequestFactory,
+  type RequestSpec,
+  type RunStats,
+  type SingleResult,
+} from "./lib/load.ts";
+import { cpuNanoseconds, workerdPids } from "./lib/cpu.ts";
 import { readOptions, type Options } from "./lib/options.ts";
 import {
   bcryptLines,
   bundleLines,
+  cpuLines,
   largeLines,
   latencySvg,
   markdown,
@@ -32,13 +45,14 @@ import {
   textTable,
   type BcryptTimings,
   type ChartPoint,
+  type CpuRow,
   type D1Count,
   type LargeListPoint,
   type ReadDuringList,
   type Results,
   type ScenarioResult,
 } from "./lib/report.ts";
-import { startRuntime, type Runtime } from "./lib/runtime.ts";
+import { startRuntime, type Runtime, type WorkerName } from "./lib/runtime.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const benchDir = join(root, "bench");
@@ -81,7 +95,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 // Bounded in time: a hard limit well above what the settings need, whatever hangs.
-const scenarioCount = 11;
+const scenarioCount = 14;
 const largeSeconds = opts.largeCounts.reduce((sum, n) => sum + n, 0) * (opts.largeReps + 1) * 0.05;
 const expectedSeconds = 120 + scenarioCount * (2 * opts.warmup + 2 * opts.pairs * opts.duration + 30) + largeSeconds + 300;
 const watchdog = setTimeout(() => {
@@ -144,22 +158,44 @@ async function seedLoginAccount(rt: Runtime): Promise<string> {
   return String(row!.password);
 }
 
-let accessToken: string | undefined;
+/** The users of the NOTES_AUTH=required scenarios: the base notes are shared out among them, round robin. */
+const PRIVATE_USERS = 16;
+/** Their access tokens, by user index; a note's owner is user `id % PRIVATE_USERS`. */
+let accessTokens: string[] | undefined;
 
 /**
- * For the NOTES_AUTH=required scenario: the base notes become the bench account's, and that account
- * logs in (a real login, so a real session): its access token.
+ * For the NOTES_AUTH=required scenarios: PRIVATE_USERS accounts, each logged in once (a real login, so a
+ * real session), and the base notes shared out among them (note `id` goes to user `id % PRIVATE_USERS`).
  */
-async function ownBaseNotes(rt: Runtime): Promise<string> {
-  await seedLoginAccount(rt);
-  await rt.sql("UPDATE notes SET user_id = (SELECT id FROM users WHERE email = ?1)", LOGIN_EMAIL);
-  const answer = await send(rt.urls.appPrivate, {
-    method: "POST",
-    path: "/auth/login",
-    body: JSON.stringify({ email: LOGIN_EMAIL, password: LOGIN_PASSWORD }),
-  });
-  if (answer.status !== 200) throw new Error(`bench login answered ${answer.status}: ${answer.body.slice(0, 200)}`);
-  return (JSON.parse(answer.body) as { token: string }).token;
+let ownedRange: typeof idRange;
+async function ensurePrivateNotes(rt: Runtime): Promise<void> {
+  await ensureBaseNotes(rt);
+  if (!accessTokens) {
+    await seedLoginAccount(rt);
+    const tokens: string[] = [];
+    for (let i = 0; i < PRIVATE_USERS; i++) {
+      const answer = await send(rt.urls.appPrivate, {
+        method: "POST",
+        path: "/auth/login",
+        body: JSON.stringify({ email: loginEmail(i), password: LOGIN_PASSWORD }),
+      });
+      if (answer.status !== 200) throw new Error(`bench login answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+      tokens.push((JSON.parse(answer.body) as { token: string }).token);
+    }
+    accessTokens = tokens;
+  }
+  // The base notes are seeded again after a scenario that replaced them: share the new ones out.
+  if (ownedRange !== idRange) {
+    for (let i = 0; i < PRIVATE_USERS; i++) {
+      await rt.sql("UPDATE notes SET user_id = (SELECT id FROM users WHERE email = ?1) WHERE id % ?2 = ?3", loginEmail(i), PRIVATE_USERS, i);
+    }
+    ownedRange = idRange;
+  }
+}
+
+/** The bearer header of a note's owner, or of a random user. */
+function bearerOf(id = Math.floor(Math.random() * PRIVATE_USERS)): Record<string, string> {
+  return { Authorization: `Bearer ${accessTokens![id % PRIVATE_USERS]}` };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -184,6 +220,9 @@ interface Scenario {
   /** Run against our worker with NOTES_AUTH=required (requests carry an access token). */
   private?: boolean;
 }
+
+/** The floor a scenario is measured against: the bare one, or the same-work one for NOTES_AUTH=required. */
+const floorUrl = (rt: Runtime, s: Scenario) => rt.urls[s.private ? "floorAuth" : "floor"];
 
 /** Our worker (or its counting build) as the scenario needs it: public notes, or NOTES_AUTH=required. */
 const ourUrl = (rt: Runtime, s: Scenario, counting = false) =>
@@ -237,6 +276,68 @@ function searchScenario(key: string, detail: string, q: () => string): Scenario 
   };
 }
 
+/**
+ * The NOTES_AUTH=required scenarios, each against the same-work floor (bench/floor-auth-worker.js): a note
+ * is read or changed with its owner's token, a note is created or a page listed by a random user's.
+ */
+function privateScenarios(base: string): Scenario[] {
+  const common = { withFloor: true, d1Target: 1, private: true, ratioTarget: 0.9, setup: ensurePrivateNotes } as const;
+  const detail = (what: string) => `NOTES_AUTH=required, ${PRIVATE_USERS} users${what ? `, ${what}` : ""}`;
+  return [
+    {
+      ...common,
+      key: "get-note-private",
+      title: "GET /notes/{id}",
+      detail: detail(`random among ${base}`),
+      expectStatus: 200,
+      request: () => {
+        const id = randomId();
+        return { method: "GET", path: `/notes/${id}`, headers: bearerOf(id) };
+      },
+      compareJson: "equal",
+    },
+    {
+      ...common,
+      key: "update-note-private",
+      title: "PATCH /notes/{id}",
+      detail: detail(`random among ${base}`),
+      expectStatus: 200,
+      request: () => {
+        const id = randomId();
+        const body = JSON.stringify({ title: `Patched ${++counter}`, content: "Updated by the benchmark." });
+        return { method: "PATCH", path: `/notes/${id}`, headers: bearerOf(id), body };
+      },
+      compareJson: "shape",
+    },
+    {
+      ...common,
+      key: "create-note-private",
+      title: "POST /notes",
+      detail: detail(""),
+      expectStatus: 201,
+      request: () => ({
+        method: "POST",
+        path: "/notes",
+        headers: bearerOf(),
+        body: JSON.stringify({ title: "Bench note", content: "Written by the benchmark, short content." }),
+      }),
+      compareJson: "shape",
+    },
+    {
+      ...common,
+      key: "page-50-private",
+      title: "GET /notes?limit=50",
+      detail: detail(`a page of the user's ${Math.floor(opts.baseNotes / PRIVATE_USERS)} notes`),
+      expectStatus: 200,
+      request: () => {
+        const user = Math.floor(Math.random() * PRIVATE_USERS);
+        return { method: "GET", path: "/notes?limit=50", headers: bearerOf(user) };
+      },
+      compareJson: "equal",
+    },
+  ];
+}
+
 function scenarios(): Scenario[] {
   const base = opts.baseNotes.toLocaleString("en-US");
   return [
@@ -283,22 +384,7 @@ function scenarios(): Scenario[] {
       }),
       compareJson: "shape",
     },
-    {
-      key: "get-note-private",
-      title: "GET /notes/{id}",
-      detail: `NOTES_AUTH=required, random among ${base}`,
-      expectStatus: 200,
-      withFloor: true,
-      d1Target: 1,
-      private: true,
-      setup: async (rt) => {
-        await ensureBaseNotes(rt);
-        accessToken ??= await ownBaseNotes(rt);
-      },
-      // The floor reads the same note with no check at all: the ratio is what the token and session cost.
-      request: () => ({ method: "GET", path: `/notes/${randomId()}`, headers: { Authorization: `Bearer ${accessToken}` } }),
-      compareJson: "equal",
-    },
+    ...privateScenarios(base),
     {
       key: "not-found",
       title: "GET /no-such-path",
@@ -383,7 +469,7 @@ async function checkAnswers(rt: Runtime, s: Scenario, problems: string[]): Promi
   if (!s.withFloor) return { sameJson: undefined, oursMs: ours.ms };
   // The same request again for the floor (a fresh one where the request writes).
   const floorSpec: RequestSpec = s.compareJson === "equal" ? spec : s.request();
-  const floor = await send(rt.urls.floor, floorSpec);
+  const floor = await send(floorUrl(rt, s), floorSpec);
   if (floor.status !== s.expectStatus) problems.push(`floor answered ${floor.status} (expected ${s.expectStatus}): ${floor.body.slice(0, 200)}`);
   let same: boolean | undefined;
   if (s.compareJson === "equal") same = JSON.stringify(JSON.parse(ours.body)) === JSON.stringify(JSON.parse(floor.body));
@@ -485,7 +571,7 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   const plan = planLoad(Math.min(oursMs, warm.ms));
   if (plan.mode !== "duration") log(`  one request takes ${fmt(warm.ms, 0)} ms: loading with ${plan.mode}`);
 
-  const targets = s.withFloor ? [ourUrl(rt, s), rt.urls.floor] : [ourUrl(rt, s)];
+  const targets = s.withFloor ? [ourUrl(rt, s), floorUrl(rt, s)] : [ourUrl(rt, s)];
   if (plan.warmup) for (const url of targets) await load(url, s, plan, opts.warmup);
 
   // Pairs of runs, the order alternating (ours first, then the floor first): whichever runs second in a
@@ -496,7 +582,7 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
     const oursFirst = pair % 2 === 1 || !s.withFloor;
     for (const who of oursFirst ? (["ours", "floor"] as const) : (["floor", "ours"] as const)) {
       if (who === "floor" && !s.withFloor) continue;
-      const run = await load(who === "ours" ? ourUrl(rt, s) : rt.urls.floor, s, plan, opts.duration);
+      const run = await load(who === "ours" ? ourUrl(rt, s) : floorUrl(rt, s), s, plan, opts.duration);
       (who === "ours" ? ours : floor).push(run);
       log(`  ${who.padEnd(5)} ${pair}/${opts.pairs} ${describeRun(run)}`);
     }
@@ -898,12 +984,192 @@ async function timeBcrypt(rt: Runtime, hash: string): Promise<BcryptTimings> {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// CPU time per request
+
+/** Repetitions per endpoint: ours, the floor and the empty worker take turns. */
+const CPU_REPS = 3;
+/** Requests to the empty worker per repetition: its cost per request is the baseline taken off the others. */
+const CPU_EMPTY_REQUESTS = 200;
+
+interface CpuCase {
+  key: string;
+  label: string;
+  requests: number;
+  ours: WorkerName;
+  floor?: WorkerName;
+  expectStatus: number;
+  setup?: (rt: Runtime) => Promise<void>;
+  /** The next request: one at a time, so it may follow from the previous answer (a refresh chain). */
+  next: (previous: SingleResult | undefined) => RequestSpec;
+  /** Why the row cannot be measured yet (a feature not built), found after setup. */
+  unavailable?: (rt: Runtime) => Promise<string | undefined>;
+}
+
+/** Milliseconds of workerd CPU per request over `count` requests in a row. */
+async function cpuPerRequest(pids: number[], url: string, count: number, next: CpuCase["next"], expectStatus: number, label: string): Promise<number> {
+  let previous: SingleResult | undefined;
+  const before = cpuNanoseconds(pids);
+  for (let i = 0; i < count; i++) {
+    previous = await send(url, next(previous));
+    if (previous.status !== expectStatus) {
+      failures.push(`CPU time, ${label}: answered ${previous.status} (expected ${expectStatus}): ${previous.body.slice(0, 200)}`);
+      break;
+    }
+  }
+  return (cpuNanoseconds(pids) - before) / count / 1e6;
+}
+
+/** GET /notes with the ETag of the last answer, or of a first request when there is none yet. */
+function pollingCase(key: string, size: number, seed: (rt: Runtime) => Promise<void>): CpuCase {
+  let etag: string | undefined;
+  return {
+    key,
+    label: `GET /notes with a matching If-None-Match, ${size.toLocaleString("en-US")} notes`,
+    requests: size >= 10_000 ? 50 : 200,
+    ours: "app",
+    expectStatus: 304,
+    setup: seed,
+    unavailable: async (rt) => {
+      const first = await send(rt.urls.app, { method: "GET", path: "/notes" });
+      const header = first.headers.etag;
+      etag = Array.isArray(header) ? header[0] : header;
+      return etag ? undefined : "GET /notes carries no ETag yet";
+    },
+    next: () => ({ method: "GET", path: "/notes", headers: { "If-None-Match": etag! } }),
+  };
+}
+
+function cpuCases(): CpuCase[] {
+  const few = (n: number) => (opts.smoke ? Math.max(2, Math.ceil(n / 20)) : n);
+  const seedList = (size: number) => async (rt: Runtime) => {
+    const [row] = await rt.sql("SELECT count(*) AS n FROM notes WHERE user_id IS NULL");
+    if (Number(row?.n) !== size) await seedNotes(rt, size);
+    // The base notes are gone: the single-note cases seed them again.
+    idRange = undefined;
+  };
+  const single = (key: string, label: string, base: Scenario) => ({
+    key,
+    label,
+    requests: few(200),
+    ours: (base.private ? "appPrivate" : "app") as WorkerName,
+    floor: (base.private ? "floorAuth" : "floor") as WorkerName,
+    expectStatus: base.expectStatus,
+    setup: base.setup,
+    next: () => base.request(),
+  });
+  const byKey = new Map([...scenarios(), ...privateScenarios(opts.baseNotes.toLocaleString("en-US"))].map((s) => [s.key, s]));
+  const scenario = (key: string) => byKey.get(key)!;
+  let refreshToken: string | undefined;
+  let loginTurn = 0;
+  return [
+    { ...single("list-100", "GET /notes, 100 notes", scenario("get-note")), setup: seedList(100), next: () => ({ method: "GET", path: "/notes" }) },
+    pollingCase("poll-100", 100, seedList(100)),
+    {
+      ...single("list-10000", "GET /notes, 10,000 notes", scenario("get-note")),
+      requests: few(20),
+      setup: seedList(10_000),
+      next: () => ({ method: "GET", path: "/notes" }),
+    },
+    { ...pollingCase("poll-10000", 10_000, seedList(10_000)), requests: few(50) },
+    {
+      key: "search-10000",
+      label: "GET /notes?q= (two words), 10,000 notes",
+      requests: few(100),
+      ours: "app",
+      expectStatus: 200,
+      setup: seedList(10_000),
+      next: () => ({ method: "GET", path: `/notes?q=${encodeURIComponent(`seeded ${1 + Math.floor(Math.random() * 10_000)}`)}` }),
+    },
+    single("get-note", "GET /notes/{id}", scenario("get-note")),
+    single("update-note", "PATCH /notes/{id}", scenario("update-note")),
+    single("create-note", "POST /notes", scenario("create-note")),
+    single("get-note-private", "GET /notes/{id}, NOTES_AUTH=required", scenario("get-note-private")),
+    single("update-note-private", "PATCH /notes/{id}, NOTES_AUTH=required", scenario("update-note-private")),
+    single("create-note-private", "POST /notes, NOTES_AUTH=required", scenario("create-note-private")),
+    single("page-50-private", "GET /notes?limit=50, NOTES_AUTH=required", scenario("page-50-private")),
+    {
+      key: "refresh",
+      label: "POST /auth/refresh",
+      requests: few(100),
+      ours: "app",
+      expectStatus: 200,
+      setup: async (rt) => {
+        await seedLoginAccount(rt);
+        const answer = await send(rt.urls.app, {
+          method: "POST",
+          path: "/auth/login",
+          body: JSON.stringify({ email: loginEmail(LOGIN_ACCOUNTS - 1), password: LOGIN_PASSWORD }),
+        });
+        refreshToken = (JSON.parse(answer.body) as { refresh_token: string }).refresh_token;
+      },
+      // Each refresh rotates the session: the next one sends the token the last one answered.
+      next: (previous) => {
+        if (previous) refreshToken = (JSON.parse(previous.body) as { refresh_token: string }).refresh_token;
+        return { method: "POST", path: "/auth/refresh", body: JSON.stringify({ refresh_token: refreshToken }) };
+      },
+    },
+    {
+      key: "login",
+      label: `POST /auth/login, BCRYPT_COST=${BCRYPT_COST}`,
+      requests: few(20),
+      ours: "app",
+      expectStatus: 200,
+      setup: async (rt) => void (await seedLoginAccount(rt)),
+      next: () => ({
+        method: "POST",
+        path: "/auth/login",
+        body: JSON.stringify({ email: loginEmail(++loginTurn % LOGIN_ACCOUNTS), password: LOGIN_PASSWORD }),
+      }),
+    },
+  ];
+}
+
+async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
+  const pids = workerdPids();
+  if (!pids.length) {
+    observations.push("CPU time per request: no workerd process found below this one (Linux /proc needed); not measured.");
+    return [];
+  }
+  log(`\nCPU time per request (workerd ${pids.join(", ")}), one request at a time, minus an empty worker's`);
+  const empty = () => cpuPerRequest(pids, rt.urls.empty, CPU_EMPTY_REQUESTS, () => ({ method: "GET", path: "/" }), 200, "empty worker");
+  const rows: CpuRow[] = [];
+  for (const c of cpuCases()) {
+    await c.setup?.(rt);
+    const skipped = await c.unavailable?.(rt);
+    if (skipped) {
+      log(`  ${c.label}: not measured (${skipped})`);
+      rows.push({ key: c.key, label: c.label, requests: 0, oursMs: Number.NaN, spread: { min: Number.NaN, max: Number.NaN }, skipped });
+      continue;
+    }
+    const ours: number[] = [];
+    const floor: number[] = [];
+    for (let rep = 0; rep < CPU_REPS; rep++) {
+      const baseline = await empty();
+      ours.push((await cpuPerRequest(pids, rt.urls[c.ours], c.requests, c.next, c.expectStatus, c.label)) - baseline);
+      if (c.floor) floor.push((await cpuPerRequest(pids, rt.urls[c.floor], c.requests, c.next, c.expectStatus, `${c.label} (floor)`)) - baseline);
+    }
+    const row: CpuRow = {
+      key: c.key,
+      label: c.label,
+      requests: c.requests,
+      oursMs: median(ours),
+      spread: { min: Math.min(...ours), max: Math.max(...ours) },
+      floorMs: floor.length ? median(floor) : undefined,
+    };
+    rows.push(row);
+    log(`  ${c.label}: ${fmt(row.oursMs, 2)} ms (${ours.map((v) => fmt(v, 2)).join(", ")})${row.floorMs === undefined ? "" : `, floor ${fmt(row.floorMs, 2)} ms`}`);
+    if (row.oursMs > 10) observations.push(`CPU time: ${c.label} takes ${fmt(row.oursMs, 1)} ms per request, over the Workers Free plan's 10 ms.`);
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
   const started = Date.now();
   const loadAtStart = loadavg().map((n) => Math.round(n * 100) / 100);
   const all = scenarios();
-  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "search-indexing", "bcrypt"];
+  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "search-indexing", "bcrypt", "cpu"];
   const unknown = (opts.only ?? []).filter((key) => !known.includes(key));
   if (unknown.length) throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${known.join(", ")}`);
   log(`[bench] ${opts.smoke ? "smoke mode: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s) of runs per scenario`);
@@ -921,6 +1187,7 @@ async function main(): Promise<number> {
     app,
     counting,
     floorPath: join(benchDir, "floor-worker.js"),
+    floorAuthPath: join(benchDir, "floor-auth-worker.js"),
     vars: { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) },
   });
   runtime = rt;
@@ -959,6 +1226,8 @@ async function main(): Promise<number> {
   for (const s of all.filter((s) => s.key === "register" || s.key === "login")) {
     if (wants(s.key)) results.push(await runScenario(rt, s));
   }
+
+  const cpuRows = wants("cpu") ? await cpuTimes(rt) : [];
 
   let bcryptTimings: BcryptTimings | undefined;
   if (wants("bcrypt")) bcryptTimings = await timeBcrypt(rt, await seedLoginAccount(rt));
@@ -1008,6 +1277,7 @@ async function main(): Promise<number> {
     large,
     readsDuringList,
     bcrypt: bcryptTimings,
+    cpu: cpuRows,
     logs: rt.logs,
     findings,
     observations,
@@ -1018,7 +1288,7 @@ async function main(): Promise<number> {
   await cleanup();
 
   log(`\n${textTable(report)}\n`);
-  for (const line of [...bundleLines(report), ...bcryptLines(report)]) log(line);
+  for (const line of [...bundleLines(report), ...bcryptLines(report), ...cpuLines(report)]) log(line);
   for (const line of largeLines(report)) log(line);
   if (chart.length) log(`GET /notes latency by list size: ${chart.map((p) => `${p.size}: p50 ${fmt(p.p50)} / p99 ${fmt(p.p99)} ms`).join("; ")}`);
   if (observations.length) log(`\nObservations:\n${observations.map((o) => `- ${o}`).join("\n")}`);

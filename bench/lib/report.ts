@@ -113,6 +113,21 @@ export interface BcryptTimings {
   compareRequestMs: number[];
 }
 
+/** CPU time per request of one endpoint, one request at a time (see bench/lib/cpu.ts). */
+export interface CpuRow {
+  key: string;
+  label: string;
+  /** Requests per repetition. */
+  requests: number;
+  /** Milliseconds of workerd CPU per request, minus an empty worker's: the median over the repetitions. */
+  oursMs: number;
+  spread: { min: number; max: number };
+  /** The same for the floor doing the same work, where there is one. */
+  floorMs?: number;
+  /** Why a row has no figure (a feature not built yet). */
+  skipped?: string;
+}
+
 export interface BundleInfo {
   bytes: number;
   gzipBytes: number;
@@ -146,6 +161,7 @@ export interface Results {
   large: LargeListPoint[];
   readsDuringList: ReadDuringList | undefined;
   bcrypt: BcryptTimings | undefined;
+  cpu: CpuRow[];
   logs: { byLevel: Record<string, number>; errors: string[] };
   /** Targets missed and limits crossed. */
   findings: string[];
@@ -318,6 +334,26 @@ export function largeLines(results: Results): string[] {
   return lines;
 }
 
+/** The CPU table: per endpoint, ours and the floor's, against the Free plan's 10 ms. */
+export function cpuLines(results: Results): string[] {
+  if (!results.cpu.length) return [];
+  const lines = [
+    "| Endpoint | requests × reps | ours ms CPU/request (lowest–highest rep) | floor ms | Free plan (≤ 10 ms) |",
+    "|---|---:|---:|---:|---|",
+  ];
+  for (const row of results.cpu) {
+    if (row.skipped) {
+      lines.push(`| ${row.label} | - | not measured: ${row.skipped} | - | - |`);
+      continue;
+    }
+    const fits = row.oursMs <= FREE_CPU_MS ? "fits" : "needs Paid";
+    lines.push(
+      `| ${row.label} | ${row.requests} × 3 | ${fmt(row.oursMs, 2)} (${fmt(row.spread.min, 2)}–${fmt(row.spread.max, 2)}) | ${fmt(row.floorMs, 2)} | ${fits} |`,
+    );
+  }
+  return lines;
+}
+
 export function bundleLines(results: Results): string[] {
   const { bytes, gzipBytes } = results.bundle;
   return [
@@ -391,6 +427,15 @@ from one request to the counting build. The longest round trip is how long one l
 |---:|---:|---:|---:|---:|---:|
 ${largeRows.join("\n")}
 ${readsSection}
+
+## CPU time per request
+
+What Workers bills, and what the Free plan caps at ${FREE_CPU_MS} ms: the CPU time of the workerd process over a fixed number of
+sequential requests, minus the same number to an empty worker, per request; three repetitions, alternating ours, the
+floor and the empty worker. Locally D1 runs inside the same process, so each figure includes SQLite's own work, which
+Cloudflare does not bill to the Worker: an upper bound. "floor" is the bare worker doing the same work.
+
+${cpuLines(results).join("\n") || "Not measured in this run."}
 
 ## bcrypt and login
 
