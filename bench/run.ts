@@ -95,7 +95,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 // Bounded in time: a hard limit well above what the settings need, whatever hangs.
-const scenarioCount = 14;
+const scenarioCount = 15;
 const largeSeconds = opts.largeCounts.reduce((sum, n) => sum + n, 0) * (opts.largeReps + 1) * 0.05;
 const expectedSeconds = 120 + scenarioCount * (2 * opts.warmup + 2 * opts.pairs * opts.duration + 30) + largeSeconds + 300;
 const watchdog = setTimeout(() => {
@@ -134,13 +134,24 @@ function versionOf(pkg: string): string {
 // ---------------------------------------------------------------------------------------------------
 // Database state
 
-async function seedNotes(rt: Runtime, count: number): Promise<{ lo: number; hi: number }> {
+/**
+ * The notes seeded: numbered ones ("Seeded note N", "Short content of seeded note number N."), or copies
+ * of one note of 120 characters of content, whose 10,000 JSON objects no longer fit one chunk of the list
+ * (src/notes/list.ts): what made the harness the performance issue quotes disagree with ours.
+ */
+type Seed = "numbered" | "copies";
+const SEED_SQL: Record<Seed, string> = {
+  numbered: "'Seeded note ' || n, 'Short content of seeded note number ' || n || '.'",
+  copies: "'Note', printf('%.120c', 'x')",
+};
+
+async function seedNotes(rt: Runtime, count: number, seed: Seed = "numbered"): Promise<{ lo: number; hi: number }> {
   await rt.sql("DELETE FROM notes");
   // One statement, whatever the count: a recursive CTE generates the rows inside SQLite.
   await rt.sql(
     `WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?1)
      INSERT INTO notes (title, content, created_at)
-     SELECT 'Seeded note ' || n, 'Short content of seeded note number ' || n || '.', ?2 + n FROM seq`,
+     SELECT ${SEED_SQL[seed]}, ?2 + n FROM seq`,
     count,
     Date.UTC(2026, 0, 1),
   );
@@ -236,15 +247,18 @@ async function ensureBaseNotes(rt: Runtime): Promise<void> {
 const randomId = () => idRange!.lo + Math.floor(Math.random() * (idRange!.hi - idRange!.lo + 1));
 let counter = 0;
 
-function listScenario(size: number): Scenario {
+function listScenario(size: number, seed: Seed = "numbered"): Scenario {
   return {
-    key: `list-${size}`,
+    key: seed === "numbered" ? `list-${size}` : `list-${size}-copies`,
     title: "GET /notes",
-    detail: `${size.toLocaleString("en-US")} notes`,
+    detail: `${size.toLocaleString("en-US")} notes${seed === "numbered" ? "" : ", copies of one note of 120 characters (two list chunks)"}`,
     expectStatus: 200,
     withFloor: true,
     d1Target: 1,
-    setup: async (rt) => void (await seedNotes(rt, size)),
+    setup: async (rt) => {
+      await seedNotes(rt, size, seed);
+      idRange = undefined;
+    },
     request: () => ({ method: "GET", path: "/notes" }),
     compareJson: "equal",
     chartSize: size,
@@ -401,6 +415,7 @@ function scenarios(): Scenario[] {
     searchScenario("search-10000-common", "a word every note holds: ranks all 10,000, answers the best 20", () => "seeded"),
     listScenario(opts.listSizes[0]),
     listScenario(opts.listSizes[1]),
+    listScenario(opts.listSizes[1], "copies"),
     {
       key: "register",
       title: "POST /auth/register",
@@ -1031,8 +1046,7 @@ function pollingCase(key: string, size: number, seed: (rt: Runtime) => Promise<v
     setup: seed,
     unavailable: async (rt) => {
       const first = await send(rt.urls.app, { method: "GET", path: "/notes" });
-      const header = first.headers.etag;
-      etag = Array.isArray(header) ? header[0] : header;
+      etag = first.headers.etag;
       return etag ? undefined : "GET /notes carries no ETag yet";
     },
     next: () => ({ method: "GET", path: "/notes", headers: { "If-None-Match": etag! } }),
