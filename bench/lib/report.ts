@@ -93,6 +93,9 @@ export interface ReadDuringList {
   listMs: number[];
   p50Ratio: number;
   p99Ratio: number;
+  /** The same reads from the floor worker (another isolate, the same database), alone and during our lists. */
+  floorIdle: RunStats;
+  floorDuring: RunStats;
 }
 
 export interface BcryptTimings {
@@ -384,6 +387,12 @@ ${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of conten
 | alone | ${fmt(r.idle.rps, 1)} | ${fmt(r.idle.p50, 2)} | ${fmt(r.idle.p99, 2)} | ${r.idle.errors} |
 | while ${r.lists} lists stream | ${fmt(r.during.rps, 1)} | ${fmt(r.during.p50, 2)} | ${fmt(r.during.p99, 2)} | ${r.during.errors} |
 | ratio | | ${fmt(r.p50Ratio, 1)}× | ${fmt(r.p99Ratio, 1)}× | |
+| floor (another isolate, same database), alone | ${fmt(r.floorIdle.rps, 1)} | ${fmt(r.floorIdle.p50, 2)} | ${fmt(r.floorIdle.p99, 2)} | ${r.floorIdle.errors} |
+| floor, while our lists stream | ${fmt(r.floorDuring.rps, 1)} | ${fmt(r.floorDuring.p50, 2)} | ${fmt(r.floorDuring.p99, 2)} | ${r.floorDuring.errors} |
+| floor ratio | | ${fmt(r.floorDuring.p50 / r.floorIdle.p50, 1)}× | ${fmt(r.floorDuring.p99 / r.floorIdle.p99, 1)}× | |
+
+The floor reads the same database from another isolate: where its reads slow down as much as ours, the time goes to the
+database (one query at a time) and the process; where ours slow down alone, to our isolate, which also streams the lists.
 `
     : "";
   const chartRows = results.chart.map(
