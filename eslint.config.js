@@ -94,5 +94,5 @@ export default defineConfig(
   // Plain JavaScript is linted without types (no tsconfig covers it); it only needs its globals.
   { files: ["eslint.config.js"], languageOptions: { globals: globals.node } },
   // A module worker: the Workers runtime's globals are the service worker ones (Response, fetch, …).
-  { files: ["bench/floor-worker.js"], languageOptions: { globals: globals.serviceworker } },
+  { files: ["bench/floor-worker.js", "bench/floor-auth-worker.js"], languageOptions: { globals: globals.serviceworker } },
 );

@@ -93,6 +93,9 @@ export interface ReadDuringList {
   listMs: number[];
   p50Ratio: number;
   p99Ratio: number;
+  /** The same reads from the floor worker (another isolate, the same database), alone and during our lists. */
+  floorIdle: RunStats;
+  floorDuring: RunStats;
 }
 
 export interface BcryptTimings {
@@ -111,6 +114,21 @@ export interface BcryptTimings {
   pairRatioMedian: number | undefined;
   loginMs: number[];
   compareRequestMs: number[];
+}
+
+/** CPU time per request of one endpoint, one request at a time (see bench/lib/cpu.ts). */
+export interface CpuRow {
+  key: string;
+  label: string;
+  /** Requests per repetition. */
+  requests: number;
+  /** Milliseconds of workerd CPU per request, minus an empty worker's: the median over the repetitions. */
+  oursMs: number;
+  spread: { min: number; max: number };
+  /** The same for the floor doing the same work, where there is one. */
+  floorMs?: number;
+  /** Why a row has no figure (a feature not built yet). */
+  skipped?: string;
 }
 
 export interface BundleInfo {
@@ -146,6 +164,7 @@ export interface Results {
   large: LargeListPoint[];
   readsDuringList: ReadDuringList | undefined;
   bcrypt: BcryptTimings | undefined;
+  cpu: CpuRow[];
   logs: { byLevel: Record<string, number>; errors: string[] };
   /** Targets missed and limits crossed. */
   findings: string[];
@@ -318,6 +337,26 @@ export function largeLines(results: Results): string[] {
   return lines;
 }
 
+/** The CPU table: per endpoint, ours and the floor's, against the Free plan's 10 ms. */
+export function cpuLines(results: Results): string[] {
+  if (!results.cpu.length) return [];
+  const lines = [
+    "| Endpoint | requests × reps | ours ms CPU/request (lowest–highest rep) | floor ms | Free plan (≤ 10 ms) |",
+    "|---|---:|---:|---:|---|",
+  ];
+  for (const row of results.cpu) {
+    if (row.skipped) {
+      lines.push(`| ${row.label} | - | not measured: ${row.skipped} | - | - |`);
+      continue;
+    }
+    const fits = row.oursMs <= FREE_CPU_MS ? "fits" : "needs Paid";
+    lines.push(
+      `| ${row.label} | ${row.requests} × 3 | ${fmt(row.oursMs, 2)} (${fmt(row.spread.min, 2)}–${fmt(row.spread.max, 2)}) | ${fmt(row.floorMs, 2)} | ${fits} |`,
+    );
+  }
+  return lines;
+}
+
 export function bundleLines(results: Results): string[] {
   const { bytes, gzipBytes } = results.bundle;
   return [
@@ -348,6 +387,12 @@ ${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of conten
 | alone | ${fmt(r.idle.rps, 1)} | ${fmt(r.idle.p50, 2)} | ${fmt(r.idle.p99, 2)} | ${r.idle.errors} |
 | while ${r.lists} lists stream | ${fmt(r.during.rps, 1)} | ${fmt(r.during.p50, 2)} | ${fmt(r.during.p99, 2)} | ${r.during.errors} |
 | ratio | | ${fmt(r.p50Ratio, 1)}× | ${fmt(r.p99Ratio, 1)}× | |
+| floor (another isolate, same database), alone | ${fmt(r.floorIdle.rps, 1)} | ${fmt(r.floorIdle.p50, 2)} | ${fmt(r.floorIdle.p99, 2)} | ${r.floorIdle.errors} |
+| floor, while our lists stream | ${fmt(r.floorDuring.rps, 1)} | ${fmt(r.floorDuring.p50, 2)} | ${fmt(r.floorDuring.p99, 2)} | ${r.floorDuring.errors} |
+| floor ratio | | ${fmt(r.floorDuring.p50 / r.floorIdle.p50, 1)}× | ${fmt(r.floorDuring.p99 / r.floorIdle.p99, 1)}× | |
+
+The floor reads the same database from another isolate: where its reads slow down as much as ours, the time goes to the
+database (one query at a time) and the process; where ours slow down alone, to our isolate, which also streams the lists.
 `
     : "";
   const chartRows = results.chart.map(
@@ -391,6 +436,15 @@ from one request to the counting build. The longest round trip is how long one l
 |---:|---:|---:|---:|---:|---:|
 ${largeRows.join("\n")}
 ${readsSection}
+
+## CPU time per request
+
+What Workers bills, and what the Free plan caps at ${FREE_CPU_MS} ms: the CPU time of the workerd process over a fixed number of
+sequential requests, minus the same number to an empty worker, per request; three repetitions, alternating ours, the
+floor and the empty worker. Locally D1 runs inside the same process, so each figure includes SQLite's own work, which
+Cloudflare does not bill to the Worker: an upper bound. "floor" is the bare worker doing the same work.
+
+${cpuLines(results).join("\n") || "Not measured in this run."}
 
 ## bcrypt and login
 

@@ -1,10 +1,12 @@
 /**
- * One Miniflare instance (workerd, the Workers runtime) serving three workers, each on its own loopback
+ * One Miniflare instance (workerd, the Workers runtime) serving these workers, each on its own loopback
  * socket straight into the worker (no `wrangler dev` proxy, no Miniflare entry worker in between):
  *
  * - `app`: our worker, the bundle `wrangler deploy` would upload;
  * - `counting`: the same app through bench/counting-entry.ts (D1 round-trip counts, bcrypt probes);
- * - `floor`: bench/floor-worker.js, the bare baseline.
+ * - `floor`: bench/floor-worker.js, the bare baseline;
+ * - `floorAuth`: bench/floor-auth-worker.js, the bare baseline that does our NOTES_AUTH=required work;
+ * - `appPrivate`, `countingPrivate`: the first two with NOTES_AUTH=required.
  *
  * All three get wrangler.toml's settings (compatibility date and flags, the D1 binding `DB`, rate-limit
  * bindings, [vars]) through wrangler's own `unstable_getMiniflareWorkerOptions`, and share one fresh D1
@@ -19,7 +21,9 @@ import { unstable_getMiniflareWorkerOptions, unstable_readConfig, unstable_split
 import type { Bundle } from "./build.ts";
 
 /** `appPrivate` and `countingPrivate`: the same builds with NOTES_AUTH=required. */
-export type WorkerName = "app" | "counting" | "floor" | "appPrivate" | "countingPrivate";
+/** `floorAuth`: bench/floor-auth-worker.js, the same-work floor of the NOTES_AUTH=required scenarios. */
+/** `empty`: a worker that answers an empty 200, what the runtime costs per request before any of our code. */
+export type WorkerName = "app" | "counting" | "floor" | "floorAuth" | "appPrivate" | "countingPrivate" | "empty";
 
 export interface LogTally {
   byLevel: Record<string, number>;
@@ -61,6 +65,7 @@ export interface RuntimeInput {
   app: Bundle;
   counting: Bundle;
   floorPath: string;
+  floorAuthPath: string;
   /** Bindings that replace or add to wrangler.toml's [vars]. */
   vars: Record<string, string>;
 }
@@ -140,13 +145,29 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
           unsafeDirectSockets: direct,
           modules: [{ type: "ESModule", path: "floor-worker.js", contents: readFileSync(input.floorPath) }],
         },
+        {
+          name: "floorAuth",
+          compatibilityDate: workerOptions.compatibilityDate,
+          compatibilityFlags: workerOptions.compatibilityFlags,
+          d1Databases: workerOptions.d1Databases,
+          unsafeDirectSockets: direct,
+          bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY },
+          modules: [{ type: "ESModule", path: "floor-auth-worker.js", contents: readFileSync(input.floorAuthPath) }],
+        },
+        {
+          name: "empty",
+          compatibilityDate: workerOptions.compatibilityDate,
+          compatibilityFlags: workerOptions.compatibilityFlags,
+          unsafeDirectSockets: direct,
+          modules: [{ type: "ESModule", path: "empty.js", contents: 'export default { fetch() { return new Response(""); } };' }],
+        },
       ],
     } as Parameters<typeof convertV4MiniflareOptions>[0];
     mf = new Miniflare(convertV4MiniflareOptions(options));
     await mf.ready;
 
     const urls = {} as Record<WorkerName, string>;
-    for (const name of ["app", "counting", "floor", "appPrivate", "countingPrivate"] as const) {
+    for (const name of ["app", "counting", "floor", "floorAuth", "appPrivate", "countingPrivate", "empty"] as const) {
       urls[name] = (await mf.unsafeGetDirectURL(name)).href.replace(/\/$/, "");
     }
     const db = (await mf.getD1Database("DB", "app")) as unknown as D1Like;

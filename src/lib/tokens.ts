@@ -19,6 +19,19 @@ function key(secret: string): Uint8Array {
   return encoder.encode(secret);
 }
 
+// The HS256 key of each secret, imported once per isolate: handing jose the raw bytes would import the
+// key again on every signature and every verification.
+const jwtKeys = new Map<string, Promise<CryptoKey>>();
+
+function jwtKey(secret: string): Promise<CryptoKey> {
+  let imported = jwtKeys.get(secret);
+  if (!imported) {
+    imported = crypto.subtle.importKey("raw", key(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    jwtKeys.set(secret, imported);
+  }
+  return imported;
+}
+
 /** HS256 wants a key at least as long as its output: 32 bytes. */
 const MIN_SECRET_BYTES = 32;
 let shortSecretReported = false;
@@ -59,7 +72,7 @@ export async function signAccessToken(claims: AccessClaims, secret: string, log?
     .setProtectedHeader({ alg: ALGORITHM, typ: "JWT" })
     .setIssuedAt(issuedAt)
     .setExpirationTime(issuedAt + ACCESS_TOKEN_TTL_SECONDS)
-    .sign(key(secret));
+    .sign(await jwtKey(secret));
 }
 
 /**
@@ -69,7 +82,7 @@ export async function signAccessToken(claims: AccessClaims, secret: string, log?
  * the session is still live is for the caller to check, in D1.
  */
 export async function verifyAccessToken(token: string, secret: string): Promise<AccessClaims> {
-  const { payload } = await jwtVerify(token, key(secret), {
+  const { payload } = await jwtVerify(token, await jwtKey(secret), {
     algorithms: [ALGORITHM],
     requiredClaims: ["iat", "exp"],
     maxTokenAge: ACCESS_TOKEN_TTL_SECONDS,

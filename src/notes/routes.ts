@@ -148,7 +148,7 @@ export const notesApp = new Hono<AppEnv>()
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
-    const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
+    const found = await asCaller(db, caller, now, readNote(db, id, caller));
     if (!found) return notesUnauthorized(c);
     return found[0] ? jsonText<NoteJson, 200>(c, found[0].json, 200) : notFound(c);
   })
@@ -186,7 +186,7 @@ export const notesApp = new Hono<AppEnv>()
     // An empty change is a read, not a write of the same values.
     const query =
       title === undefined && content === undefined
-        ? readNote(db, id, caller, now)
+        ? readNote(db, id, caller)
         : updateNote(db, id, caller, now, title ?? null, content ?? null);
     const updated = await asCaller(db, caller, now, query);
     if (!updated) return notesUnauthorized(c);

@@ -14,6 +14,23 @@ describe("access tokens", () => {
     expect(await verifyAccessToken(await signAccessToken(claims, secret), secret)).toEqual(claims);
   });
 
+  it("keeps one key per secret: a token verifies under its own secret only, whichever was used first", async () => {
+    const other = `${secret}-other`;
+    const claims = { userId: 7, sessionId: SID };
+    const mine = await signAccessToken(claims, secret);
+    const theirs = await signAccessToken(claims, other);
+    await expect(verifyAccessToken(mine, other)).rejects.toThrow();
+    await expect(verifyAccessToken(theirs, secret)).rejects.toThrow();
+    expect(await verifyAccessToken(theirs, other)).toEqual(claims);
+    expect(await verifyAccessToken(mine, secret)).toEqual(claims);
+  });
+
+  it("accepts an HS256 token made from the raw secret by any JWT library", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({ id: "9", sid: SID }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(now).setExpirationTime(now + 60).sign(key);
+    expect(await verifyAccessToken(token, secret)).toEqual({ userId: 9, sessionId: SID });
+  });
+
   it("refuses a token signed with another algorithm, even with the same secret", async () => {
     const hs512 = await new SignJWT({ id: "1", sid: SID }).setProtectedHeader({ alg: "HS512" }).setExpirationTime("1h").sign(key);
     await expect(verifyAccessToken(hs512, secret)).rejects.toThrow();
