@@ -5,7 +5,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
 import { readConfig, type Config } from "./config";
-import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession } from "./db/client";
+import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./docs/openapi";
 import { docsRoutes } from "./docs/routes";
 import { corsPolicy } from "./lib/guards";
@@ -46,9 +46,12 @@ const app = new Hono<AppEnv>()
       return errorResponse(c, 400, isAccountsPath(c.req.path) ? AuthMessage.invalidBookmark : NoteMessage.invalidBookmark);
     }
     const session = requestSession(c.env.DB, c.req.method, bookmark);
-    c.set("db", databaseOf(session));
+    const { client, asked } = trackedClient(session);
+    c.set("db", databaseOf(client));
     await next();
-    const latest = session.getBookmark() ?? bookmark;
+    // Only what the database reports, once asked: an answer that asked it nothing carries no bookmark,
+    // rather than the client's own value handed back as if the database had vouched for it (docs/api.md).
+    const latest = asked() ? session.getBookmark() : null;
     if (latest) c.header(BOOKMARK_HEADER, latest);
   })
   .route("/auth", auth)

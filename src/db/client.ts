@@ -36,3 +36,23 @@ export function requestSession(binding: D1Database, method: string, bookmark: st
   const isRead = method === "GET" || method === "HEAD";
   return binding.withSession(bookmark ?? (isRead ? "first-unconstrained" : "first-primary"));
 }
+
+/**
+ * The request's session as the app's client, and whether anything was asked of it: an answer that
+ * asked the database nothing has no bookmark of its own to hand out (the session would only report the
+ * one the client sent).
+ */
+export function trackedClient(session: D1DatabaseSession): { client: D1Client; asked: () => boolean } {
+  let asked = false;
+  const client: D1Client = {
+    prepare(query) {
+      asked = true;
+      return session.prepare(query);
+    },
+    batch<T = unknown>(statements: D1PreparedStatement[]) {
+      asked = true;
+      return session.batch<T>(statements);
+    },
+  };
+  return { client, asked: () => asked };
+}

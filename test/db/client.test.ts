@@ -56,6 +56,24 @@ describe("X-D1-Bookmark", () => {
     },
   );
 
+  it("is never the client's own value handed back when the database was not asked", async () => {
+    const held = bookmarkOf(await call("POST", "/notes", { title: "t", content: "c" }));
+    // Refused before any query: no bookmark, so the client keeps the one it holds.
+    const refused = await call("POST", "/notes", { title: 42, content: "c" }, { "X-D1-Bookmark": held });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get("x-d1-bookmark")).toBeNull();
+  });
+
+  it("serves a well-formed bookmark ahead of the database (forged, or from before a restore) without failing", async () => {
+    const ahead = `7fffffff-ffffffff-ffffffff-${"f".repeat(32)}`;
+    const read = await call("GET", "/notes?limit=1", undefined, { "X-D1-Bookmark": ahead });
+    expect(read.status).toBe(200);
+    // Whatever the database reports is passed on (the local runtime reports the client's value back).
+    bookmarkOf(read);
+    const written = await call("POST", "/notes", { title: "t", content: "c" }, { "X-D1-Bookmark": ahead });
+    expect(written.status).toBe(201);
+  });
+
   it("is exposed to browsers of allowed origins, and may be sent by them", async () => {
     const origin = "https://app.example";
     const preflight = await callWithEnv({ CORS_ORIGINS: origin }, "OPTIONS", "/notes", undefined, {
