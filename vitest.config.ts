@@ -16,8 +16,9 @@ export default defineConfig(async () => {
             // table mid-response, which the shared DB cannot do without disturbing other tests.
             // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
             // migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
-            // the deployment-wide counter it exhausts must not refuse the codes of every other test.
-            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db" },
+            // the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
+            // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
+            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db", MAIL_DB: "mail-db" },
             bindings: {
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,
@@ -33,6 +34,10 @@ export default defineConfig(async () => {
               BCRYPT_COST: "4",
               // The per-client limiter is tested on its own (test/lib/guards.test.ts) with RATE_LIMITS on.
               RATE_LIMITS: "off",
+              // The suite mails far more than a deployment's default budget; test/auth/mail-budget.test.ts
+              // tests the budget on a database of its own (MAIL_DB).
+              MAIL_HOURLY_LIMIT: "1000000",
+              MAIL_DAILY_LIMIT: "1000000",
             },
           },
         };

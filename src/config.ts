@@ -22,6 +22,9 @@ export interface Config {
   notesAuth: "off" | "required";
   /** FAILED_CODE_HOURLY_LIMIT: failed code tries of all accounts together in an hour before all are refused. */
   failedCodeHourlyLimit: number;
+  /** MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT: mails the whole service may send in an hour, and in a day. */
+  mailHourlyLimit: number;
+  mailDailyLimit: number;
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
 }
@@ -62,6 +65,8 @@ export function readConfig(env: Env): Config {
     notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
+    mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 100, 1, 1_000_000_000),
+    mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 450, 1, 1_000_000_000),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")
       .map((origin) => origin.trim())

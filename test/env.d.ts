@@ -10,6 +10,7 @@ declare global {
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;
       BUDGET_DB: D1Database;
+      MAIL_DB: D1Database;
     }
   }
 }

@@ -14,7 +14,7 @@ import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
 import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
 import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
-import { sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
+import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
 import type { MeJson } from "./shapes";
@@ -125,7 +125,7 @@ export const account = new Hono<AppEnv>()
     ]);
     if (changed.length === 0) return unauthorized(c);
     log.info("password_changed", { userId: caller.userId });
-    await sendPasswordChangedNotice(config.smtp, confirmed.account.email, log);
+    await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
     return c.text(AuthMessage.passwordChanged, 200);
   })
 
@@ -169,7 +169,7 @@ export const account = new Hono<AppEnv>()
     const { issued, waitMs } = await codeToMail(db, eq(users.id, caller.userId), "change_email", Date.now(), newEmail);
     if (!issued) return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
     log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
-    await sendEmailChangeCode(config.smtp, newEmail, issued.code, log);
+    await sendEmailChangeCode(mailerOf(c.var), newEmail, issued.code);
     return c.text(AuthMessage.emailChangeSent, 200);
   })
 
@@ -241,7 +241,7 @@ export const account = new Hono<AppEnv>()
       return taken ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
     }
     log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-    await sendEmailChangedNotice(config.smtp, account.email, newEmail, log);
+    await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail);
     return c.text(AuthMessage.emailChanged, 200);
   })
 

@@ -1,10 +1,8 @@
-import { and, eq, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
-import { deploymentWindows } from "../db/schema";
 import { setRetryAfter } from "../lib/http";
 import type { AppEnv } from "../types";
-import { claimWindowSql, windowWait } from "./limits";
 import { AuthMessage } from "./messages";
+import { claimWindow, releaseWindow, waitFor, windowState } from "./windows";
 
 /**
  * The deployment-wide budget of failed code tries (verification, reset and e-mail change codes of every
@@ -23,25 +21,12 @@ export const codeTryBudget = createMiddleware<AppEnv>(async (c, next) => {
   const { db, log, config } = c.var;
   const now = Date.now();
   const limit = config.failedCodeHourlyLimit;
-  const window = claimWindowSql(deploymentWindows.windowStart, deploymentWindows.count, limit, now);
-  const [[claim], [state]] = await db.batch([
-    db
-      .insert(deploymentWindows)
-      .values({ name: NAME, windowStart: now, count: 1 })
-      .onConflictDoUpdate({ target: deploymentWindows.name, set: { windowStart: window.start, count: window.count }, setWhere: window.hasRoom })
-      .returning({ windowStart: deploymentWindows.windowStart }),
-    db.select({ start: deploymentWindows.windowStart, count: deploymentWindows.count }).from(deploymentWindows).where(eq(deploymentWindows.name, NAME)),
-  ]);
+  const [[claim], [state]] = await db.batch([claimWindow(db, NAME, limit, now), windowState(db, NAME)]);
   if (!claim) {
     log.warn("failed_code_budget_exhausted", { limit, windowStart: state?.start });
-    setRetryAfter(c, state ? windowWait(state, limit, now) : 0);
+    setRetryAfter(c, waitFor(state, limit, now));
     return c.text(AuthMessage.codeBudgetExhausted, 429);
   }
   await next();
-  if (c.res.status !== 401) {
-    await db
-      .update(deploymentWindows)
-      .set({ count: sql`max(${deploymentWindows.count} - 1, 0)` })
-      .where(and(eq(deploymentWindows.name, NAME), eq(deploymentWindows.windowStart, claim.windowStart)));
-  }
+  if (c.res.status !== 401) await releaseWindow(db, NAME, claim.windowStart);
 });

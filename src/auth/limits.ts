@@ -51,15 +51,15 @@ export const PASSWORD_CHECKS_PER_SESSION = 5;
 export const DEVICE_FAILURES_BEFORE_LOCK = 5;
 export const DEVICE_LOCK_MS = 15 * MINUTE;
 
-/** A fixed one-hour window: `count` events since `start`; an hour after `start` it starts afresh. */
+/** A fixed window (an hour unless said otherwise): `count` events since `start`; it starts afresh after its length. */
 export interface Window {
   start: number;
   count: number;
 }
 
 /** Milliseconds until the window has room for one more event, or 0 when it has room now. */
-export function windowWait(window: Window, limit: number, now: number): number {
-  return now - window.start < HOUR && window.count >= limit ? window.start + HOUR - now : 0;
+export function windowWait(window: Window, limit: number, now: number, length = HOUR): number {
+  return now - window.start < length && window.count >= limit ? window.start + length - now : 0;
 }
 
 /** Milliseconds until another mail may go to the account, or 0. */
@@ -71,8 +71,8 @@ export function mailWait(lastMailAt: number, window: Window, now: number): numbe
  * One more event in a window, as SQL for a SET clause, and the condition that the window has room for it.
  * SQLite evaluates every SET expression against the row as it was, so both columns see the old start.
  */
-export function claimWindowSql(start: AnyColumn, count: AnyColumn, limit: number, now: number): { start: SQL; count: SQL; hasRoom: SQL } {
-  const expired = sql`${now} - ${start} >= ${HOUR}`;
+export function claimWindowSql(start: AnyColumn, count: AnyColumn, limit: number, now: number, length = HOUR): { start: SQL; count: SQL; hasRoom: SQL } {
+  const expired = sql`${now} - ${start} >= ${length}`;
   return {
     start: sql`CASE WHEN ${expired} THEN ${now} ELSE ${start} END`,
     count: sql`CASE WHEN ${expired} THEN 1 ELSE ${count} + 1 END`,

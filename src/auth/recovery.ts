@@ -13,7 +13,7 @@ import { codeTryBudget } from "./code-budget";
 import { CODE_TTL_MS, codesMatch, generateCode, MAX_CODE_ATTEMPTS } from "./codes";
 import { accountErrors, accountsTag, passwordRules } from "./docs";
 import { claimResetMail, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR, resetMailAllowance, resetMailClaimed, resetMailWait } from "./limits";
-import { sendPasswordChangedNotice, sendPasswordResetCode } from "./mails";
+import { mailerOf, sendPasswordChangedNotice, sendPasswordResetCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { ForgotPasswordBody, ResetPasswordBody } from "./schemas";
 
@@ -114,7 +114,7 @@ export const recovery = new Hono<AppEnv>()
     const { issued, skipped } = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
-      c.executionCtx.waitUntil(sendPasswordResetCode(config.smtp, email, issued.code, log));
+      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var), email, issued.code));
     } else if (skipped) {
       // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
       // otherwise looks like a lost mail.
@@ -177,6 +177,6 @@ export const recovery = new Hono<AppEnv>()
     if (reset.length === 0) return c.text(AuthMessage.invalidResetCode, 401);
 
     log.info("password_reset", { userId, email: maskEmail(email) });
-    await sendPasswordChangedNotice(config.smtp, email, log);
+    await sendPasswordChangedNotice(mailerOf(c.var), email);
     return c.text(AuthMessage.passwordReset, 200);
   });

@@ -12,7 +12,7 @@ import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode, MAX_CODE_ATTEMPTS } from "./codes";
 import { accountErrors, accountsTag, passwordRules } from "./docs";
 import { CODE_TRIES_PER_HOUR, MAILS_PER_HOUR } from "./limits";
-import { sendVerificationCode } from "./mails";
+import { mailerOf, sendVerificationCode } from "./mails";
 import { AuthMessage } from "./messages";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "./schemas";
 
@@ -63,7 +63,7 @@ export const registration = new Hono<AppEnv>()
 
     const [issued] = await issueCode(db, "verify_email", now, eq(users.id, created.id));
     log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-    if (issued) await sendVerificationCode(config.smtp, email, issued.code, log);
+    if (issued) await sendVerificationCode(mailerOf(c.var), email, issued.code);
     return c.text(AuthMessage.userCreated, 201);
   })
 
@@ -93,7 +93,7 @@ export const registration = new Hono<AppEnv>()
     // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
     // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
     // contract's order: the mail goes before its 201.)
-    c.executionCtx.waitUntil(sendVerificationCode(config.smtp, email, issued.code, log));
+    c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var), email, issued.code));
     return c.text(AuthMessage.resendAccepted, 200);
   })
 

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import PostalMime from "postal-mime";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { readConfig } from "../../src/config";
+import { readConfig, type SmtpConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
-import { sendEmail } from "../../src/lib/mail";
+import { sendEmail, type Mailer } from "../../src/lib/mail";
 import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
 import { Contract } from "../contract";
 import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, register, smtpCommands, smtpConnections, smtpPort, storedCode, storedUser, TEXT, textOf } from "../helpers";
@@ -164,11 +164,13 @@ describe("internationalized addresses", () => {
 describe("sendEmail, the one sender of every kind of mail", () => {
   const smtp = readConfig(env).smtp!;
   const mail = (to: string) => ({ to, subject: "Reset your password", text: "Your reset code is: 654321" });
+  /** A mailer of `account` whose budget always has room. */
+  const mailer = (account: SmtpConfig = smtp): Mailer => ({ smtp: account, log: createLogger(), claim: () => Promise.resolve(true) });
 
   it("delivers a mail of any kind and logs <kind>_mail_sent", async () => {
     const logs = captureLogs();
     const to = randomEmail("reset");
-    await sendEmail(smtp, mail(to), createLogger(), "password_reset");
+    await sendEmail(mailer(), mail(to), "password_reset");
 
     const [received] = await mailsTo(to);
     const parsed = await PostalMime.parse(received!.raw);
@@ -182,7 +184,7 @@ describe("sendEmail, the one sender of every kind of mail", () => {
   it("resolves and logs <kind>_mail_failed when the delivery fails", async () => {
     const logs = captureLogs();
     await expect(
-      sendEmail({ ...smtp, port: Number(smtpPort("refused")) }, mail(randomEmail()), createLogger(), "password_changed"),
+      sendEmail(mailer({ ...smtp, port: Number(smtpPort("refused")) }), mail(randomEmail()), "password_changed"),
     ).resolves.toBeUndefined();
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatchObject({ level: "error", event: "password_changed_mail_failed", errorName: "SmtpError" });
@@ -192,7 +194,7 @@ describe("sendEmail, the one sender of every kind of mail", () => {
     const logs = captureLogs();
     const before = (await smtpConnections()).tripwire ?? 0;
     const injected = `${randomEmail()}>\r\nRCPT TO:<${randomEmail()}`;
-    await sendEmail({ ...smtp, port: Number(smtpPort("tripwire")) }, mail(injected), createLogger(), "password_reset");
+    await sendEmail(mailer({ ...smtp, port: Number(smtpPort("tripwire")) }), mail(injected), "password_reset");
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
     expect(logs).toEqual([
       expect.objectContaining({
@@ -202,9 +204,18 @@ describe("sendEmail, the one sender of every kind of mail", () => {
     ]);
   });
 
+  it("sends nothing, and opens no connection, when the mailer's budget refuses the mail", async () => {
+    const before = (await smtpConnections()).tripwire ?? 0;
+    const kinds: string[] = [];
+    const refusing: Mailer = { ...mailer({ ...smtp, port: Number(smtpPort("tripwire")) }), claim: (kind) => (kinds.push(kind), Promise.resolve(false)) };
+    await sendEmail(refusing, mail(randomEmail()), "verification");
+    expect(kinds).toEqual(["verification"]);
+    expect((await smtpConnections()).tripwire ?? 0).toBe(before);
+  });
+
   it("resolves and logs mail_not_configured without a mail account", async () => {
     const logs = captureLogs();
-    await sendEmail(undefined, mail(randomEmail()), createLogger(), "email_change");
+    await sendEmail({ ...mailer(), smtp: undefined }, mail(randomEmail()), "email_change");
     expect(logs).toEqual([
       expect.objectContaining({
         level: "warn",
