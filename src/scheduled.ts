@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
+import { deploymentWindows, deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
@@ -16,7 +16,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys] =
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows] =
     await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
@@ -47,6 +47,8 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .delete(idempotencyKeys)
       .where(lte(idempotencyKeys.createdAt, now - IDEMPOTENCY_KEY_TTL_MS))
       .returning({ id: idempotencyKeys.id }),
+    // No named window is longer than a day (auth/windows.ts): one older than that counts nothing.
+    db.delete(deploymentWindows).where(lt(deploymentWindows.windowStart, now - DAY)).returning({ name: deploymentWindows.name }),
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
@@ -57,5 +59,6 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     staleResetAllowances: staleResetMails.length,
     unverifiedAccounts: unverifiedAccounts.length,
     expiredIdempotencyKeys: expiredIdempotencyKeys.length,
+    staleWindows: staleWindows.length,
   });
 }

@@ -13,11 +13,17 @@ import { callerSession, liveSession, requireAccessToken, unauthorized, type Call
 import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
 import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
-import { PASSWORD_CHECKS_PER_SESSION } from "./limits";
+import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, PASSWORD_CHECKS_PER_SESSION } from "./limits";
 import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
+import { claimWindow, releaseWindow, waitFor, windowState } from "./windows";
 import type { MeJson } from "./shapes";
+
+/** The window of e-mail change codes mailed to `address`, or of tries at proving it, across all accounts. */
+function targetWindow(what: "codes" | "tries", address: string): string {
+  return `email_change_${what}:${address}`;
+}
 
 interface CallerAccount {
   id: number;
@@ -148,7 +154,13 @@ export const account = new Hono<AppEnv>()
         ),
         "409": text("The new address belongs to another account", AuthMessage.userExists),
         ...passwordChecked,
-        "429": throttled(text("Mail allowance used up, or the per-client limit", AuthMessage.emailChangeThrottled, AuthMessage.clientThrottled)),
+        "429": throttled(
+          text(
+            `Mail allowance used up, ${EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR} codes to this address in the hour already (all accounts together), or the per-client limit`,
+            AuthMessage.emailChangeThrottled,
+            AuthMessage.clientThrottled,
+          ),
+        ),
       },
     }),
     requireAccessToken,
@@ -165,9 +177,23 @@ export const account = new Hono<AppEnv>()
     const [taken] = await db.select({ id: users.id }).from(users).where(eq(users.email, newEmail));
     if (taken) return c.text(AuthMessage.userExists, 409);
 
-    // The code shares the account's mail allowance with every other mail of the account.
-    const { issued, waitMs } = await codeToMail(db, eq(users.id, caller.userId), "change_email", Date.now(), newEmail);
-    if (!issued) return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
+    // The target's own cap first (all accounts together), then the account's mail allowance, which the
+    // code shares with every other mail of the account; a slot of the target's is given back if refused.
+    const now = Date.now();
+    const target = targetWindow("codes", newEmail);
+    const [[slot], [targetState]] = await db.batch([
+      claimWindow(db, target, EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, now),
+      windowState(db, target),
+    ]);
+    if (!slot) {
+      log.warn("email_change_target_throttled", { newEmail: maskEmail(newEmail) });
+      return tooManyRequests(c, waitFor(targetState, EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, now), AuthMessage.emailChangeThrottled);
+    }
+    const { issued, waitMs } = await codeToMail(db, eq(users.id, caller.userId), "change_email", now, newEmail);
+    if (!issued) {
+      await releaseWindow(db, target, slot.windowStart);
+      return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
+    }
     log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
     await sendEmailChangeCode(mailerOf(c.var), newEmail, issued.code);
     return c.text(AuthMessage.emailChangeSent, 200);
@@ -188,7 +214,7 @@ export const account = new Hono<AppEnv>()
         ...accountErrors,
         "429": throttled(
           text(
-            "Too many tries (this account's, or the whole service's failed code tries), or the per-client limit",
+            `Too many tries (this account's, ${EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR} an hour at proving this address across all accounts, or the whole service's failed code tries), or the per-client limit`,
             AuthMessage.codeThrottled,
             AuthMessage.codeBudgetExhausted,
             AuthMessage.clientThrottled,
@@ -209,9 +235,17 @@ export const account = new Hono<AppEnv>()
     const now = Date.now();
     const claim = await claimCodeAttempt(db, eq(users.id, caller.userId), "change_email", now);
     if (claim.outcome === "throttled") return tooManyRequests(c, claim.waitMs, AuthMessage.codeThrottled);
-    if (claim.outcome === "invalid" || !claim.newEmail || !codesMatch(token, claim.code)) {
-      return c.text(AuthMessage.invalidConfirmationCode, 401);
+    if (claim.outcome === "invalid" || !claim.newEmail) return c.text(AuthMessage.invalidConfirmationCode, 401);
+    // A try at proving the target address also claims a slot of the target's own window (all accounts
+    // together), before the code is compared; a right code gives it back.
+    const target = targetWindow("tries", claim.newEmail);
+    const [[slot], [targetState]] = await db.batch([claimWindow(db, target, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, now), windowState(db, target)]);
+    if (!slot) {
+      log.warn("email_change_target_throttled", { newEmail: maskEmail(claim.newEmail) });
+      return tooManyRequests(c, waitFor(targetState, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, now), AuthMessage.codeThrottled);
     }
+    if (!codesMatch(token, claim.code)) return c.text(AuthMessage.invalidConfirmationCode, 401);
+    await releaseWindow(db, target, slot.windowStart);
 
     const { code, newEmail } = claim;
     const stillIssued = codeStillIssued(caller.userId, "change_email", code);

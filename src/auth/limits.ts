@@ -51,6 +51,18 @@ export const PASSWORD_CHECKS_PER_SESSION = 5;
 export const DEVICE_FAILURES_BEFORE_LOCK = 5;
 export const DEVICE_LOCK_MS = 15 * MINUTE;
 
+/**
+ * E-mail change codes mailed to one target address in an hour, whatever the number of accounts asking:
+ * the service cannot be used to flood an outside mailbox with codes.
+ */
+export const EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR = 3;
+/**
+ * Wrong tries at proving one target address (confirm-email-change) in an hour, all accounts together:
+ * below the 3 codes × 5 tries the codes alone would allow, so five accounts asking for one address do
+ * not get five times the guesses.
+ */
+export const EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR = 10;
+
 /** A fixed window (an hour unless said otherwise): `count` events since `start`; it starts afresh after its length. */
 export interface Window {
   start: number;

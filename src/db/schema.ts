@@ -190,9 +190,10 @@ export const idempotencyKeys = sqliteTable(
 );
 
 /**
- * Counters of the whole deployment in fixed one-hour windows, one row per name: the failed tries at codes
- * of every account (see codeTryBudget), the layer that slows guessing across accounts down where each
- * account's own limits cannot.
+ * Counters of the whole deployment in fixed windows (an hour, or a day), one row per name: the failed
+ * tries at codes of every account (see codeTryBudget), the mails the service sends (auth/mail-budget.ts),
+ * and per target address the e-mail change codes mailed to it and the tries at proving it: the limits
+ * that hold across accounts where each account's own cannot. See auth/windows.ts.
  */
 export const deploymentWindows = sqliteTable("deployment_windows", {
   name: text("name").primaryKey(),
