@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deploymentWindows, deviceLoginFailures, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
+import { deploymentWindows, deviceLoginFailures, emailChangeReverts, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
@@ -16,7 +16,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows] =
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows, expiredReverts] =
     await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
@@ -49,6 +49,7 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .returning({ id: idempotencyKeys.id }),
     // No named window is longer than a day (auth/windows.ts): one older than that counts nothing.
     db.delete(deploymentWindows).where(lt(deploymentWindows.windowStart, now - DAY)).returning({ name: deploymentWindows.name }),
+    db.delete(emailChangeReverts).where(lte(emailChangeReverts.expiresAt, now)).returning({ userId: emailChangeReverts.userId }),
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
@@ -60,5 +61,6 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     unverifiedAccounts: unverifiedAccounts.length,
     expiredIdempotencyKeys: expiredIdempotencyKeys.length,
     staleWindows: staleWindows.length,
+    expiredEmailChangeReverts: expiredReverts.length,
   });
 }

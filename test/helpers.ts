@@ -474,3 +474,28 @@ export function heldLogin(email: string, password = PASSWORD) {
 export const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
 
 export const error = (status: number, message: string) => ({ status, type: JSON_TYPE, body: { error: message } });
+
+export function changeEmail(token: string, newEmail: string, password = PASSWORD): Promise<Response> {
+  return call("POST", "/auth/change-email", { password, new_email: newEmail }, bearer(token));
+}
+
+export function confirmEmailChange(token: string, code: string): Promise<Response> {
+  return call("POST", "/auth/confirm-email-change", { token: code }, bearer(token));
+}
+
+/** Asks for an e-mail change (past the cooldown) and returns the code mailed to the new address. */
+export async function emailChangeCode(email: string, token: string, newEmail: string): Promise<string> {
+  await pastCooldown(email);
+  expect(await textOf(await changeEmail(token, newEmail))).toEqual({ status: 200, type: TEXT, body: AuthMessage.emailChangeSent });
+  const mails = await mailsWithSubject(newEmail, Subject.confirmNewEmail);
+  expect(mails).toHaveLength(1);
+  return codeIn(mails[0], CodePrefix.emailChange);
+}
+
+/** The revert token of the newest notice of an e-mail change mailed to `oldEmail`. */
+export async function revertTokenMailed(oldEmail: string): Promise<string> {
+  const notices = await mailsWithSubject(oldEmail, Subject.emailChanged);
+  const token = /revert token: ([A-Za-z0-9_-]{22})$/m.exec(notices.at(-1)?.text ?? "")?.[1];
+  if (!token) throw new Error(`no revert token mailed to ${oldEmail}`);
+  return token;
+}

@@ -1,6 +1,6 @@
 import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
-import { loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
+import { emailChangeReverts, loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
 import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
@@ -13,6 +13,7 @@ import { callerSession, liveSession, requireAccessToken, unauthorized, type Call
 import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
 import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
+import { EMAIL_CHANGE_REVERT_TTL_MS, newRevertToken } from "./email-revert";
 import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, PASSWORD_CHECKS_PER_SESSION } from "./limits";
 import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
@@ -248,6 +249,7 @@ export const account = new Hono<AppEnv>()
     await releaseWindow(db, target, slot.windowStart);
 
     const { code, newEmail } = claim;
+    const revert = await newRevertToken();
     const stillIssued = codeStillIssued(caller.userId, "change_email", code);
     const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail})`;
     const switchedTo = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
@@ -264,6 +266,20 @@ export const account = new Hono<AppEnv>()
       // Codes mailed to the old address (a password reset, say) must not act on the account any more.
       db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switchedTo)),
       db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switchedTo)),
+      // The old address may undo the change for a week (email-revert.ts).
+      db
+        .insert(emailChangeReverts)
+        .select(
+          db
+            .select({
+              tokenHash: sql<string>`${revert.tokenHash}`.as("token_hash"),
+              userId: sql<number>`${caller.userId}`.as("user_id"),
+              oldEmail: sql<string>`${account.email}`.as("old_email"),
+              expiresAt: sql<number>`${now + EMAIL_CHANGE_REVERT_TTL_MS}`.as("expires_at"),
+            })
+            .from(sql`(SELECT 1)`)
+            .where(switchedTo),
+        ),
       deleteCode(db, caller.userId, "change_email", code),
     ]);
     if (switched.length === 0) {
@@ -275,7 +291,7 @@ export const account = new Hono<AppEnv>()
       return taken ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
     }
     log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-    await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail);
+    await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, revert.token);
     return c.text(AuthMessage.emailChanged, 200);
   })
 

@@ -1,7 +1,9 @@
 import type { Config } from "../config";
 import { maskEmail, type Logger } from "../lib/log";
+import { DAY } from "../lib/units";
 import { sendEmail, type Mailer } from "../lib/mail";
 import type { Database } from "../types";
+import { EMAIL_CHANGE_REVERT_TTL_MS } from "./email-revert";
 import { claimMailBudget } from "./mail-budget";
 
 /**
@@ -35,8 +37,12 @@ export function sendEmailChangeCode(mailer: Mailer, to: string, code: string): P
   return sendEmail(mailer, { to, subject: "Confirm Your New Email Address", text }, "email_change");
 }
 
-/** To the old address, once the change is done. */
-export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: string): Promise<void> {
-  const text = `The email address of your account was changed to ${maskEmail(newEmail)}. If this was not you, reply to this message at once.`;
+/** To the old address, once the change is done: with the token that undoes it (see email-revert.ts). */
+export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: string, revertToken: string): Promise<void> {
+  const text = [
+    `The email address of your account was changed to ${maskEmail(newEmail)}.`,
+    `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days with this revert token: ${revertToken}`,
+    "(POST /auth/revert-email-change); it also signs out every session and clears the password, which you then set again with forgot-password.",
+  ].join("\n");
   return sendEmail(mailer, { to, subject: "Your Email Address Was Changed", text }, "email_changed");
 }

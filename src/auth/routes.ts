@@ -3,6 +3,7 @@ import { clientRateLimit, limitBody, noStore } from "../lib/guards";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
+import { emailRevert } from "./email-revert";
 import { AUTH_BODY_LIMIT_BYTES } from "./limits";
 import { AuthMessage } from "./messages";
 import { recovery } from "./recovery";
@@ -17,7 +18,7 @@ export const auth = new Hono<AppEnv>()
   .use(noStore())
   .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.AUTH_RATE_LIMITER, ["POST"], AuthMessage.clientThrottled))
-  .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account);
+  .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account).route("/", emailRevert);
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.

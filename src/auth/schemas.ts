@@ -132,6 +132,14 @@ export const ConfirmEmailChangeBody = body({
   token: code(AuthMessage.tokenRequired, AuthMessage.tokenString),
 });
 
+export const RevertEmailChangeBody = body({
+  token: v.pipe(
+    requiredString(AuthMessage.tokenRequired, AuthMessage.tokenString),
+    v.transform((token) => token.trim()),
+    v.description("The revert token from the notice mailed to the old address."),
+  ),
+});
+
 export const DeleteAccountBody = body({
   password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
 });

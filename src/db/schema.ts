@@ -89,6 +89,25 @@ export const resetMailAllowances = sqliteTable(
 );
 
 /**
+ * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS: the notice to the old address
+ * carries a revert token that puts the old address back, ends every session and clears the password (a
+ * phished password must not outlive the undo). Only the token's SHA-256 is stored.
+ */
+export const emailChangeReverts = sqliteTable(
+  "email_change_reverts",
+  {
+    // SHA-256 (hex) of the revert token: 128 random bits, base64url, mailed once.
+    tokenHash: text("token_hash").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    oldEmail: text("old_email").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("email_change_reverts_user_id").on(table.userId), index("email_change_reverts_expires_at").on(table.expiresAt)],
+);
+
+/**
  * Login attempts per e-mail address, registered or not: unknown addresses are counted and locked like
  * real ones, so the answers do not tell which addresses have accounts. `failures` counts the attempts
  * claimed since the last successful login (failed, or still checking the password); a successful login

@@ -40,13 +40,19 @@ async function matches(password: string, hash: string): Promise<boolean> {
 }
 
 /**
+ * The stored password of an account whose password was cleared (an undone e-mail change): no password
+ * matches it, so only a reset lets anyone in again.
+ */
+export const NO_PASSWORD = "!";
+
+/**
  * True only when `hash` is present and matches the password. Always does at least one full bcrypt
  * comparison. Accounts created before passwords were normalized hold a hash of the password as it was
  * typed: when that differs from its NFKC form, the typed form is tried too.
  */
 export async function verifyPassword(password: string, hash: string | undefined, cost: number): Promise<boolean> {
   const normalized = normalizePassword(password);
-  if (hash === undefined) {
+  if (hash === undefined || hash === NO_PASSWORD) {
     await matches(normalized, await dummyHash(cost));
     return false;
   }

@@ -57,6 +57,12 @@ export function fromBase64url(text: string): Uint8Array {
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
 
+/** SHA-256 of a text, in hex: what is stored of a high-entropy token, and what a request is compared by. */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 /** A new session id: 128 bits from the runtime's CSPRNG. */
 export function newSessionId(): string {
   return base64url(crypto.getRandomValues(new Uint8Array(16)));

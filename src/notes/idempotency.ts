@@ -2,7 +2,7 @@ import { and, eq, isNull, lte, sql } from "drizzle-orm";
 import { callerSession, sessionCheck } from "../auth/caller";
 import { idempotencyKeys, notes, sessions } from "../db/schema";
 import { badRequest } from "../lib/http";
-import type { AccessClaims } from "../lib/tokens";
+import { sha256Hex, type AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
 import { NoteMessage, noteJsonText } from "./schemas";
 import { DAY } from "../lib/units";
@@ -33,9 +33,8 @@ export function parseIdempotencyKey(header: string | undefined): string | undefi
  * client that retries with its JSON written differently (key order, spacing, escapes, fields we ignore)
  * is asking for the same note; anything that would create a different note is a different request.
  */
-export async function requestHash(title: string, content: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify([title, content])));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+export function requestHash(title: string, content: string): Promise<string> {
+  return sha256Hex(JSON.stringify([title, content]));
 }
 
 export type CreateOnce =

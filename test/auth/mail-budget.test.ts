@@ -11,6 +11,7 @@ import {
   call,
   callWithEnv,
   captureLogs,
+  changeEmail,
   CodePrefix,
   codesMailed,
   logIn,
@@ -131,10 +132,6 @@ describe("the caps per target address of an e-mail change", () => {
         return (await logIn(email)).token;
       }),
     );
-  }
-
-  function changeEmail(token: string, newEmail: string) {
-    return call("POST", "/auth/change-email", { password: PASSWORD, new_email: newEmail }, bearer(token));
   }
 
   it(`mails at most ${EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR} codes an hour to one address, whatever the number of accounts asking together`, async () => {

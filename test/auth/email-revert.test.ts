@@ -1,0 +1,117 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { AuthMessage } from "../../src/auth/messages";
+import { Contract } from "../contract";
+import {
+  account,
+  call,
+  confirmEmailChange,
+  emailChangeCode,
+  expectEnded,
+  login,
+  logIn,
+  NEW_PASSWORD,
+  PASSWORD,
+  randomEmail,
+  register,
+  reset,
+  resetCode,
+  revertTokenMailed,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+} from "../helpers";
+
+/**
+ * Undoing an e-mail change with the revert token of the notice mailed to the old address
+ * (src/auth/email-revert.ts): the answer to a phished password that a change confirmed by the new
+ * mailbox alone would otherwise make permanent.
+ */
+
+function revert(token: unknown): Promise<Response> {
+  return call("POST", "/auth/revert-email-change", { token });
+}
+
+/** An account whose address someone who knows its password has changed to one of theirs. */
+async function hijacked(): Promise<{ owner: string; thief: string; thiefTokens: Awaited<ReturnType<typeof logIn>>; revertToken: string }> {
+  const owner = await account();
+  const thief = randomEmail("thief");
+  const thiefTokens = await logIn(owner);
+  const code = await emailChangeCode(owner, thiefTokens.token, thief);
+  expect((await confirmEmailChange(thiefTokens.token, code)).status).toBe(200);
+  return { owner, thief, thiefTokens, revertToken: await revertTokenMailed(owner) };
+}
+
+describe("POST /auth/revert-email-change", () => {
+  it("gives the old address back, ends every session and clears the phished password; the owner resets and logs in", async () => {
+    const { owner, thief, thiefTokens, revertToken } = await hijacked();
+    const thiefSecondSession = await logIn(thief);
+
+    expect(await textOf(await revert(revertToken))).toEqual({ status: 200, type: TEXT, body: AuthMessage.emailChangeReverted });
+
+    expect((await storedUser(owner))?.email).toBe(owner);
+    expect(await storedUser(thief)).toBeNull();
+    await expectEnded(thiefTokens);
+    await expectEnded(thiefSecondSession);
+    // The password the thief knows opens nothing, under either address.
+    expect(await textOf(await login(owner, PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(thief, PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    // The owner sets a new password through the mailbox they got back.
+    expect((await reset(owner, await resetCode(owner))).status).toBe(200);
+    expect((await login(owner, NEW_PASSWORD)).status).toBe(200);
+  });
+
+  it("is used up by the revert: the same token again is refused", async () => {
+    const { revertToken } = await hijacked();
+    expect((await revert(revertToken)).status).toBe(200);
+    expect(await textOf(await revert(revertToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+  });
+
+  it("reverts exactly once when 20 requests with one token arrive together", async () => {
+    const { owner, revertToken } = await hijacked();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => revert(revertToken)));
+    expect(tally(responses)).toEqual({ 200: 1, 401: 19 });
+    expect((await storedUser(owner))?.email).toBe(owner);
+  });
+
+  it("refuses an unknown token and one past its 7 days", async () => {
+    expect(await textOf(await revert("q3Jx8v0bYV3oQ1m2k5nR7w"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    const { owner, thief, revertToken } = await hijacked();
+    await env.DB.prepare("UPDATE email_change_reverts SET expires_at = ? WHERE user_id = (SELECT id FROM users WHERE email = ?)")
+      .bind(Date.now() - 1, thief)
+      .run();
+    expect(await textOf(await revert(revertToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    expect(await storedUser(owner)).toBeNull();
+  });
+
+  it("answers 409 while another account holds the old address, and keeps the token for when it is free again", async () => {
+    const { owner, thief, revertToken } = await hijacked();
+    expect((await register(owner, "someone else's password")).status).toBe(201);
+    expect(await textOf(await revert(revertToken))).toEqual({ status: 409, type: TEXT, body: AuthMessage.revertAddressTaken });
+    expect((await storedUser(thief))?.email).toBe(thief);
+
+    await env.DB.prepare("DELETE FROM users WHERE email = ?").bind(owner).run();
+    expect((await revert(revertToken)).status).toBe(200);
+    expect((await storedUser(owner))?.email).toBe(owner);
+  });
+
+  it("undoes a chain of changes back to the first address, and voids the later notices' tokens", async () => {
+    const { owner, thief, thiefTokens, revertToken } = await hijacked();
+    const further = randomEmail("further");
+    const code = await emailChangeCode(thief, thiefTokens.token, further);
+    expect((await confirmEmailChange(thiefTokens.token, code)).status).toBe(200);
+    const thiefsToken = await revertTokenMailed(thief);
+
+    expect((await revert(revertToken)).status).toBe(200);
+    expect((await storedUser(owner))?.email).toBe(owner);
+    expect(await textOf(await revert(thiefsToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+  });
+
+  it.each([
+    [{}, AuthMessage.tokenRequired],
+    [{ token: 42 }, AuthMessage.tokenString],
+  ])("answers 400 for %j", async (body, message) => {
+    expect(await textOf(await call("POST", "/auth/revert-email-change", body))).toEqual({ status: 400, type: TEXT, body: message });
+  });
+});
