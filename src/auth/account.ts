@@ -167,7 +167,7 @@ export const account = new Hono<AppEnv>()
     requireAccessToken,
     jsonBody(ChangeEmailBody), async (c) => {
     const { password, new_email: newEmail } = c.req.valid("json");
-    const { config, db, log } = c.var;
+    const { db, log } = c.var;
     const caller = c.var.caller;
 
     const confirmed = await confirmPassword(c, password);
@@ -228,7 +228,7 @@ export const account = new Hono<AppEnv>()
     codeTryBudget,
     async (c) => {
     const { token } = c.req.valid("json");
-    const { config, db, log } = c.var;
+    const { db, log } = c.var;
     const caller = c.var.caller;
 
     const account = await callerAccount(c, caller);

@@ -105,7 +105,7 @@ export const recovery = new Hono<AppEnv>()
     }),
     jsonBody(ForgotPasswordBody), async (c) => {
     const { email } = c.req.valid("json");
-    const { config, db, log } = c.var;
+    const { db, log } = c.var;
 
     // A request id for every address (unknown, unverified, verified, or out of mail allowance), one round
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its

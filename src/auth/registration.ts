@@ -83,7 +83,7 @@ export const registration = new Hono<AppEnv>()
     }),
     jsonBody(ResendVerificationBody), async (c) => {
     const { email } = c.req.valid("json");
-    const { config, db, log } = c.var;
+    const { db, log } = c.var;
     const now = Date.now();
 
     // Unknown and verified accounts get the same answer as a successful resend, and no mail.

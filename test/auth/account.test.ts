@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
 import { Contract } from "../contract";
-import { account, bearer, call, callWithEnv, changeEmail, codeIn, CodePrefix, confirmEmailChange, count, emailChangeCode, expectEnded, heldLogin, holdRequest, JSON_TYPE, jsonOf, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, refresh, reset, resetCode, setCode, storedCode, storedUser, Subject, TEXT, textOf, type Tokens } from "../helpers";
+import { account, bearer, call, callWithEnv, changeEmail, confirmEmailChange, count, emailChangeCode, expectEnded, heldLogin, holdRequest, JSON_TYPE, jsonOf, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, refresh, reset, resetCode, setCode, storedCode, storedUser, Subject, TEXT, textOf, type Tokens } from "../helpers";
 
 /**
  * Account management (change password, change e-mail, delete the account: src/auth/account.ts), through
