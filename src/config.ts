@@ -20,6 +20,8 @@ export interface Config {
   clientRateLimits: boolean;
   /** "required": the notes area needs a login token and shows each user only their own notes. */
   notesAuth: "off" | "required";
+  /** NOTES_REQUIRE_IF_MATCH=true: PATCH and DELETE of a note need If-Match (428 without it). */
+  notesRequireIfMatch: boolean;
   /** FAILED_CODE_HOURLY_LIMIT: failed code tries of all accounts together in an hour before all are refused. */
   failedCodeHourlyLimit: number;
   /** MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT: mails the whole service may send in an hour, and in a day. */
@@ -64,6 +66,7 @@ export function readConfig(env: Env): Config {
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
     notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
+    notesRequireIfMatch: choice("NOTES_REQUIRE_IF_MATCH", env.NOTES_REQUIRE_IF_MATCH, ["false", "true"] as const, "false") === "true",
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 100, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 450, 1, 1_000_000_000),

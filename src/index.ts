@@ -12,6 +12,7 @@ import { corsPolicy } from "./lib/guards";
 import { errorResponse, isAccountsPath } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
+import { changesApp } from "./notes/changes";
 import { notesApp } from "./notes/routes";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
@@ -56,6 +57,7 @@ const app = new Hono<AppEnv>()
   })
   .route("/auth", auth)
   .route("/notes", notesApp)
+  .route("/changes", changesApp)
   // The document lists every route registered here, read when it is first asked for.
   .route("/", docsRoutes((): readonly RegisteredRoute[] => app.routes));
 

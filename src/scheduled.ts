@@ -1,5 +1,6 @@
-import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deploymentWindows, deviceLoginFailures, emailChangeReverts, idempotencyKeys, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
+import { and, eq, lt, lte, ne, sql } from "drizzle-orm";
+import { deploymentWindows, deviceLoginFailures, emailChangeReverts, idempotencyKeys, noteClocks, noteTombstones, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
+import { TOMBSTONES_KEPT_MS } from "./notes/changes";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
 import type { Database } from "./types";
@@ -16,7 +17,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows, expiredReverts] =
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows, expiredReverts, , prunedTombstones] =
     await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
@@ -50,6 +51,13 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     // No named window is longer than a day (auth/windows.ts): one older than that counts nothing.
     db.delete(deploymentWindows).where(lt(deploymentWindows.windowStart, now - DAY)).returning({ name: deploymentWindows.name }),
     db.delete(emailChangeReverts).where(lte(emailChangeReverts.expiresAt, now)).returning({ userId: emailChangeReverts.userId }),
+    // Tombstones older than TOMBSTONES_KEPT_MS go; each owner's clock remembers how far, so that a changes
+    // cursor from before then is refused (410) instead of silently missing the deletions.
+    db
+      .update(noteClocks)
+      .set({ prunedThrough: sql`max(${noteClocks.prunedThrough}, (SELECT max(${noteTombstones.seq}) FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, noteClocks.owner), lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))}))` })
+      .where(sql`EXISTS (SELECT 1 FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, noteClocks.owner), lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))})`),
+    db.delete(noteTombstones).where(lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS)).returning({ seq: noteTombstones.seq }),
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
@@ -62,5 +70,6 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     expiredIdempotencyKeys: expiredIdempotencyKeys.length,
     staleWindows: staleWindows.length,
     expiredEmailChangeReverts: expiredReverts.length,
+    prunedTombstones: prunedTombstones.length,
   });
 }

@@ -1,6 +1,6 @@
 import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
-import { emailChangeReverts, loginFailures, notes, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
+import { emailChangeReverts, loginFailures, noteClocks, notes, noteTombstones, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
 import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
@@ -320,10 +320,15 @@ export const account = new Hono<AppEnv>()
     const live = liveSession(caller, now);
     // One transaction, each statement only while the caller's session is live: the notes (they point at
     // the user), the address's login attempts, then the user, whose sessions and codes go with it.
+    const accountGone = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${caller.userId})`;
     const [, , deleted] = await db.batch([
       db.delete(notes).where(and(eq(notes.userId, caller.userId), live)),
       db.delete(loginFailures).where(and(eq(loginFailures.email, confirmed.account.email), live)),
       db.delete(users).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+      // The notes' clock and tombstones (written as the notes went): a later account given the same id
+      // must start a feed of its own.
+      db.delete(noteTombstones).where(and(eq(noteTombstones.owner, caller.userId), accountGone)),
+      db.delete(noteClocks).where(and(eq(noteClocks.owner, caller.userId), accountGone)),
     ]);
     if (deleted.length === 0) return unauthorized(c);
     log.info("account_deleted", { userId: caller.userId });

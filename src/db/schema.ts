@@ -174,8 +174,35 @@ export const notes = sqliteTable(
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
     // The author, when NOTES_AUTH=required; null for notes created while notes were public.
     userId: integer("user_id").references(() => users.id),
+    // The owner's sequence number (note_clocks) at the note's last change: its ETag, and its place in the
+    // changes feed. Set by the statement that writes the note; triggers move the owner's clock on.
+    revision: integer("revision").notNull().default(0),
   },
-  (table) => [index("notes_user_id_id").on(table.userId, table.id)],
+  (table) => [index("notes_user_id_id").on(table.userId, table.id), index("notes_user_id_revision").on(table.userId, table.revision)],
+);
+
+/**
+ * One sequence per owner of notes (a user id with NOTES_AUTH=required, NOTE_OWNER_PUBLIC for public
+ * notes): moved on by the triggers of drizzle/0011 in the very statement that creates, changes or deletes
+ * a note, so it follows commit order (D1 runs one write at a time). `prunedThrough`: the highest sequence
+ * number whose tombstone the cron has removed; a changes cursor below it is too old.
+ */
+export const noteClocks = sqliteTable("note_clocks", {
+  owner: integer("owner").primaryKey(),
+  seq: integer("seq").notNull().default(0),
+  prunedThrough: integer("pruned_through").notNull().default(0),
+});
+
+/** A deleted note, for the changes feed: written by a trigger in the statement that deletes it. */
+export const noteTombstones = sqliteTable(
+  "note_tombstones",
+  {
+    owner: integer("owner").notNull(),
+    seq: integer("seq").notNull(),
+    noteId: integer("note_id").notNull(),
+    deletedAt: integer("deleted_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.owner, table.seq] }), index("note_tombstones_deleted_at").on(table.deletedAt)],
 );
 
 /**
@@ -197,6 +224,8 @@ export const idempotencyKeys = sqliteTable(
     claim: text("claim").notNull(),
     // The 201's body, byte for byte; null only inside the claiming transaction.
     response: text("response"),
+    // The note's revision when it was created: the ETag of the stored answer, replayed with it.
+    revision: integer("revision"),
     // Milliseconds since the epoch; the key expires 24 hours later.
     createdAt: integer("created_at").notNull(),
   },

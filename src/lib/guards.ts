@@ -52,9 +52,9 @@ export function limitBody(maxBytes: number, message: string): MiddlewareHandler<
 const corsForAllowedOrigins = cors({
   origin: (origin, c: Context<AppEnv>) => (c.var.config.corsOrigins.includes(origin) ? origin : null),
   allowMethods: ["GET", "POST", "PATCH", "DELETE"],
-  allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key"],
+  allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key", "If-Match", "If-None-Match"],
   // Link pages the list and the search; WWW-Authenticate says which scheme a 401 wants.
-  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed", "Link", "WWW-Authenticate"],
+  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed", "Link", "WWW-Authenticate", "ETag"],
   maxAge: 600,
 });
 

@@ -1,4 +1,4 @@
-import { jsonError, throttled } from "../docs/describe";
+import { json, jsonError, ref, throttled, type Json } from "../docs/describe";
 import { NOTES_BODY_LIMIT_BYTES, NoteMessage } from "./schemas";
 
 /** The OpenAPI answers the notes endpoints share, written once for the routes' descriptions. */
@@ -19,3 +19,36 @@ export const noteWriteErrors = {
 export const idParameter = { name: "id", in: "path", required: true, description: "The note id, a decimal integer", schema: { type: "integer" } };
 export const badNoteId = jsonError("`{id}` is not an integer", NoteMessage.invalidId);
 export const noteNotFound = jsonError("No such note (or, with NOTES_AUTH=required, someone else's)", NoteMessage.notFound);
+
+/** The ETag an answer carries (conditional.ts). */
+export const etagHeader = { ETag: { description: "The note's revision, strong; send it back in If-Match or If-None-Match", schema: { type: "string" } } };
+
+/** A 200 or 201 with a note and its ETag. */
+export function noteWithETag(description: string): Json {
+  return json(description, ref("Note"), etagHeader);
+}
+
+export const ifNoneMatchParameter = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  description: "ETags the client holds (or `*`): a match is a 304 with no body",
+  schema: { type: "string" },
+};
+
+export const ifMatchParameter = {
+  name: "If-Match",
+  in: "header",
+  required: false,
+  description:
+    "The note's ETag as last seen (or `*`): the write happens only if the note is still at that revision, else 412. A weak `W/\"…\"` is taken as the strong tag it was made from. Required with NOTES_REQUIRE_IF_MATCH=true",
+  schema: { type: "string" },
+};
+
+export const notModifiedAnswer = { description: "Not modified: the ETag matched; no body", headers: etagHeader };
+
+/** The answers of a conditional write (PATCH, DELETE). */
+export const preconditionErrors = {
+  "412": { ...jsonError("The note is at another revision than If-Match names; nothing changed", NoteMessage.preconditionFailed), headers: etagHeader },
+  "428": jsonError("If-Match is missing and NOTES_REQUIRE_IF_MATCH=true", NoteMessage.ifMatchRequired),
+};

@@ -4,6 +4,7 @@ import { idempotencyKeys, notes, sessions } from "../db/schema";
 import { badRequest } from "../lib/http";
 import { sha256Hex, type AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
+import { nextRevision, PUBLIC_OWNER } from "./conditional";
 import { NoteMessage, noteJsonText } from "./schemas";
 import { DAY } from "../lib/units";
 
@@ -39,7 +40,7 @@ export function requestHash(title: string, content: string): Promise<string> {
 
 export type CreateOnce =
   /** The note's 201 body: created now, or (`replayed`) by an earlier request with the key. */
-  | { outcome: "created" | "replayed"; body: string }
+  | { outcome: "created" | "replayed"; body: string; revision: number }
   /** The caller's session is not live: nothing was claimed or created. */
   | { outcome: "unauthorized" }
   /** The key was used with another request (422). */
@@ -88,6 +89,7 @@ export async function createOnce(
               requestHash: sql<string>`${hash}`.as("request_hash"),
               claim: sql<string>`${claim}`.as("claim"),
               response: sql<string | null>`NULL`.as("response"),
+              revision: sql<number | null>`NULL`.as("revision"),
               createdAt: sql<number>`${now}`.as("created_at"),
             })
             .from(sessions)
@@ -107,6 +109,7 @@ export async function createOnce(
           content: sql<string>`${content}`.as("content"),
           createdAt: sql<number>`${now}`.as("created_at"),
           userId: idempotencyKeys.userId,
+          revision: sql<number>`${nextRevision(sql`coalesce(${idempotencyKeys.userId}, ${PUBLIC_OWNER})`)}`.as("revision"),
         })
         .from(idempotencyKeys)
         .where(claimed),
@@ -114,12 +117,18 @@ export async function createOnce(
     // With AUTOINCREMENT the note just inserted has the highest id there is, within this transaction.
     db
       .update(idempotencyKeys)
-      .set({ response: sql`(SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))` })
+      .set({
+        response: sql`(SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
+        revision: sql`(SELECT ${notes.revision} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
+      })
       .where(claimed),
-    db.select({ claim: idempotencyKeys.claim, requestHash: idempotencyKeys.requestHash, response: idempotencyKeys.response }).from(idempotencyKeys).where(thisKey),
+    db
+      .select({ claim: idempotencyKeys.claim, requestHash: idempotencyKeys.requestHash, response: idempotencyKeys.response, revision: idempotencyKeys.revision })
+      .from(idempotencyKeys)
+      .where(thisKey),
   ] as const;
 
-  let row: { claim: string; requestHash: string; response: string | null } | undefined;
+  let row: { claim: string; requestHash: string; response: string | null; revision: number | null } | undefined;
   if (caller) {
     const [live, , , , , found] = await db.batch([sessionCheck(db, caller, now), ...statements]);
     if (live.length === 0) return { outcome: "unauthorized" };
@@ -130,8 +139,8 @@ export async function createOnce(
 
   // The claim was made in this batch unless the key was taken, so a row is always there.
   if (!row) throw new Error("idempotency key row missing after its claim");
-  if (row.claim === claim && row.response !== null) return { outcome: "created", body: row.response };
+  if (row.claim === claim && row.response !== null) return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
   if (row.requestHash !== hash) return { outcome: "mismatch" };
   if (row.response === null) return { outcome: "in_progress" };
-  return { outcome: "replayed", body: row.response };
+  return { outcome: "replayed", body: row.response, revision: row.revision ?? 0 };
 }

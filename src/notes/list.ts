@@ -4,6 +4,7 @@ import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
+import { listVersion } from "./conditional";
 import { noteJsonText } from "./schemas";
 
 /**
@@ -59,6 +60,8 @@ export interface Chunk {
   pageBytes: number | null;
   /** 1 when the range holds notes after `pageLast`. */
   beyondPage: number;
+  /** The version of the caller's notes (conditional.ts), for the list's ETag. */
+  version: number;
 }
 
 /**
@@ -98,6 +101,8 @@ export function chunkQuery(db: Database, owner: number | undefined, range: ListR
       pageCount: sql<number>`page_count`,
       pageBytes: sql<number | null>`bytes`,
       beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`cut.page_last`, upTo)})`,
+      // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
+      version: listVersion(owner),
     })
     .from(cut);
 }
@@ -118,6 +123,8 @@ export interface NotesList {
   body: string | ReadableStream<Uint8Array>;
   /** The `after` of the next page; set only for a page (`limit`) with more notes after it. */
   nextAfter: number | undefined;
+  /** The version of the caller's notes when the list was read (its first chunk): the list's ETag. */
+  version: number;
 }
 
 /**
@@ -166,10 +173,11 @@ export async function listNotes(
     page || !chunk.pageBytes ? rows : Math.min(MAX_CHUNK_ROWS, Math.max(MIN_CHUNK_ROWS, Math.ceil((2 * LIST_CHUNK_BYTES * chunk.pageCount) / chunk.pageBytes)));
 
   // A list that fits one chunk is the whole answer already: no stream needed.
-  if (!more(first)) return { body: `[${first.items ?? ""}]`, nextAfter };
+  if (!more(first)) return { body: `[${first.items ?? ""}]`, nextAfter, version: first.version };
 
   // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its text.
   let after = first.last!;
+  const { version } = first;
   rows = grow(first);
   let head: Uint8Array | null = encoder.encode(`[${first.items}`);
   let cancelled = false;
@@ -202,5 +210,5 @@ export async function listNotes(
       cancelled = true;
     },
   });
-  return { body, nextAfter };
+  return { body, nextAfter, version };
 }

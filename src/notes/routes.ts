@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { Hono, type Context, type TypedResponse } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -8,10 +9,24 @@ import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { badNoteId, idParameter, notesErrors, notesOperation, noteNotFound, noteWriteErrors } from "./docs";
+import {
+  badNoteId,
+  etagHeader,
+  idParameter,
+  ifMatchParameter,
+  ifNoneMatchParameter,
+  notesErrors,
+  notesOperation,
+  noteNotFound,
+  notModifiedAnswer,
+  noteWithETag,
+  noteWriteErrors,
+  preconditionErrors,
+} from "./docs";
 import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
 import { listNotes } from "./list";
-import { notesUnauthorized, requireNotesAuth } from "./owner";
+import { etagListed, etagOf, listETag, listVersion, matches, readETags, writePrecondition } from "./conditional";
+import { notesUnauthorized, requireNotesAuth, type NotesEnv } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
 import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
 import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
@@ -22,6 +37,35 @@ const notFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 /** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
 function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
   return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
+}
+
+/** A note's answer: its JSON as SQLite wrote it, and its ETag. */
+function noteAnswer<U extends 200 | 201>(c: Context, note: { json: string; revision: number }, status: U) {
+  c.header("ETag", etagOf(note.revision));
+  return jsonText<NoteJson, U>(c, note.json, status);
+}
+
+/** 304: the client's copy is current; no body, the ETag it matched. */
+function notModified(c: Context, etag: string) {
+  c.header("ETag", etag);
+  return c.body(null, 304);
+}
+
+/** 412: the note exists at another revision than If-Match names; nothing was changed. Its current ETag. */
+function preconditionFailed(c: Context, revision: number) {
+  c.header("ETag", etagOf(revision));
+  return c.json({ error: NoteMessage.preconditionFailed }, 412);
+}
+
+/**
+ * Why a conditional PATCH or DELETE wrote nothing: the note is gone (the spec's 404) or at another
+ * revision (412). Read after the write, only to choose the answer: the write itself decided.
+ */
+async function whyNotWritten(c: Context<NotesEnv>, id: number, now: number) {
+  const { db, caller } = c.var;
+  const found = await asCaller(db, caller, now, readNote(db, id, caller));
+  if (!found) return notesUnauthorized(c);
+  return found[0] ? preconditionFailed(c, found[0].revision) : notFound(c);
 }
 
 /** Answers the contract's 400 for a bad `{id}` (on paths that have one) before anything else is looked at. */
@@ -44,18 +88,28 @@ export const notesApp = new Hono<AppEnv>()
     describeRoute({
       ...notesOperation,
       summary: "List or search notes",
+      parameters: [ifNoneMatchParameter],
       description:
         `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
         "With `q`, a search: the notes whose title or content contain every word, best match first (a title match ranks above a content match), " +
         `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
       responses: {
-        "200": json("The notes", { type: "array", items: ref("Note") }, { Link: { description: "The next page, when paging", schema: { type: "string" } } }),
+        "200": json(
+          "The notes",
+          { type: "array", items: ref("Note") },
+          {
+            Link: { description: "The next page, when paging", schema: { type: "string" } },
+            ETag: { description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll", schema: { type: "string" } },
+          },
+        ),
+        "304": { description: "Not modified: no note the list covers has changed since its ETag; no body", headers: { ETag: { schema: { type: "string" } } } },
         "400": jsonError(
           "Bad paging or search parameters",
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
           "after must be an integer",
           NoteMessage.searchEmpty,
           "offset must be an integer of at least 0",
+          NoteMessage.invalidIfNoneMatch,
         ),
         ...notesErrors,
       },
@@ -72,10 +126,20 @@ export const notesApp = new Hono<AppEnv>()
       }
       return jsonText<NoteJson[], 200>(c, found.body, 200);
     }
+    const now = Date.now();
+    // A poll that sends the list's ETag back is answered from the version alone, without reading a note.
+    const ifNoneMatch = readETags(c, "If-None-Match");
+    if (ifNoneMatch) {
+      const found = await asCaller(db, caller, now, db.all<{ version: number }>(sql`SELECT ${listVersion(caller?.userId)} AS version`));
+      if (!found) return notesUnauthorized(c);
+      const etag = listETag(found[0]!.version, limit, after);
+      if (etagListed(ifNoneMatch, etag)) return notModified(c, etag);
+    }
     // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
-    const list = await listNotes(db, log, caller, Date.now(), limit === undefined ? undefined : { limit, after });
+    const list = await listNotes(db, log, caller, now, limit === undefined ? undefined : { limit, after });
     if (!list) return notesUnauthorized(c);
     if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
+    c.header("ETag", listETag(list.version, limit, after));
     return jsonText<NoteJson[], 200>(c, list.body, 200);
   })
   .post(
@@ -101,6 +165,7 @@ export const notesApp = new Hono<AppEnv>()
       responses: {
         "201": json("Created, or (with `Idempotent-Replayed: true`) the stored answer to the key's first request", ref("Note"), {
           [IDEMPOTENT_REPLAYED_HEADER]: { description: "`true` on a replay", schema: { type: "string", enum: ["true"] } },
+          ...etagHeader,
         }),
         "409": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\`'s first request has not finished`, NoteMessage.idempotencyKeyInProgress),
         "422": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\` was used with another title or content`, NoteMessage.idempotencyKeyReused),
@@ -128,11 +193,12 @@ export const notesApp = new Hono<AppEnv>()
       if (once.outcome === "mismatch") return c.json({ error: NoteMessage.idempotencyKeyReused }, 422);
       if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
       if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
+      c.header("ETag", etagOf(once.revision));
       return jsonText<NoteJson, 201>(c, once.body, 201);
     }
     const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
-    return jsonText<NoteJson, 201>(c, created[0]!.json, 201);
+    return noteAnswer(c, created[0]!, 201);
   })
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
@@ -141,16 +207,26 @@ export const notesApp = new Hono<AppEnv>()
     describeRoute({
       ...notesOperation,
       summary: "Read a note",
-      parameters: [idParameter],
-      responses: { "200": json("The note", ref("Note")), "400": badNoteId, "404": noteNotFound, ...notesErrors },
+      parameters: [idParameter, ifNoneMatchParameter],
+      responses: {
+        "200": noteWithETag("The note"),
+        "304": notModifiedAnswer,
+        "400": jsonError("`{id}` is not an integer, or a malformed If-None-Match", NoteMessage.invalidId, NoteMessage.invalidIfNoneMatch),
+        "404": noteNotFound,
+        ...notesErrors,
+      },
     }),
     async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { db, caller } = c.var;
     const now = Date.now();
+    const ifNoneMatch = readETags(c, "If-None-Match");
     const found = await asCaller(db, caller, now, readNote(db, id, caller));
     if (!found) return notesUnauthorized(c);
-    return found[0] ? jsonText<NoteJson, 200>(c, found[0].json, 200) : notFound(c);
+    const note = found[0];
+    if (!note) return notFound(c);
+    if (ifNoneMatch && etagListed(ifNoneMatch, etagOf(note.revision))) return notModified(c, etagOf(note.revision));
+    return noteAnswer(c, note, 200);
   })
   .patch(
     "/:id",
@@ -158,10 +234,10 @@ export const notesApp = new Hono<AppEnv>()
       ...notesOperation,
       summary: "Update a note partially",
       description: "Changes only the fields present; `{}` changes nothing and returns the note.",
-      parameters: [idParameter],
+      parameters: [idParameter, ifMatchParameter],
       requestExample: { content: "Hello again" },
       responses: {
-        "200": json("The note after the update", ref("Note")),
+        "200": noteWithETag("The note after the update"),
         "400": jsonError(
           "Bad id or malformed input",
           NoteMessage.invalidId,
@@ -169,9 +245,11 @@ export const notesApp = new Hono<AppEnv>()
           NoteMessage.contentNotString,
           NoteMessage.titleEmpty,
           NoteMessage.titleTooLong,
+          NoteMessage.invalidIfMatch,
           ...badJson,
         ),
         "404": noteNotFound,
+        ...preconditionErrors,
         ...noteWriteErrors,
         ...notesErrors,
       },
@@ -181,32 +259,46 @@ export const notesApp = new Hono<AppEnv>()
     jsonBody(UpdateNoteBody), async (c) => {
     const id = parseNoteId(c.req.param("id"));
     const { title, content } = c.req.valid("json");
-    const { db, caller } = c.var;
+    const { db, caller, config } = c.var;
+    const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
     const now = Date.now();
-    // An empty change is a read, not a write of the same values.
-    const query =
-      title === undefined && content === undefined
-        ? readNote(db, id, caller)
-        : updateNote(db, id, caller, now, title ?? null, content ?? null);
-    const updated = await asCaller(db, caller, now, query);
+    // An empty change is a read, not a write of the same values: its If-Match is checked on what it read.
+    if (title === undefined && content === undefined) {
+      const found = await asCaller(db, caller, now, readNote(db, id, caller));
+      if (!found) return notesUnauthorized(c);
+      const note = found[0];
+      if (!note) return notFound(c);
+      return ifMatch && !matches(ifMatch, note.revision) ? preconditionFailed(c, note.revision) : noteAnswer(c, note, 200);
+    }
+    const updated = await asCaller(db, caller, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
     if (!updated) return notesUnauthorized(c);
-    return updated[0] ? jsonText<NoteJson, 200>(c, updated[0].json, 200) : notFound(c);
+    if (updated[0]) return noteAnswer(c, updated[0], 200);
+    return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   })
   .delete(
     "/:id",
     describeRoute({
       ...notesOperation,
       summary: "Delete a note",
-      parameters: [idParameter],
-      responses: { "204": { description: "Deleted" }, "400": badNoteId, "404": noteNotFound, "429": noteWriteErrors["429"], ...notesErrors },
+      parameters: [idParameter, ifMatchParameter],
+      responses: {
+        "204": { description: "Deleted" },
+        "400": jsonError("`{id}` is not an integer, or a malformed If-Match", NoteMessage.invalidId, NoteMessage.invalidIfMatch),
+        "404": noteNotFound,
+        ...preconditionErrors,
+        "429": noteWriteErrors["429"],
+        ...notesErrors,
+      },
     }),
     async (c) => {
     const id = parseNoteId(c.req.param("id"));
-    const { db, caller } = c.var;
+    const { db, caller, config } = c.var;
+    const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
     const now = Date.now();
-    const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now));
+    const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
     if (!deleted) return notesUnauthorized(c);
-    return deleted[0] ? c.body(null, 204) : notFound(c);
+    if (deleted[0]) return c.body(null, 204);
+    return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   });
 
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain

@@ -30,6 +30,12 @@ export const NoteMessage = {
   idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
   searchEmpty: "q must not be empty",
   idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
+  invalidIfMatch: "If-Match must be * or a list of entity tags",
+  invalidIfNoneMatch: "If-None-Match must be * or a list of entity tags",
+  preconditionFailed: "The note has changed since the ETag given in If-Match; the ETag header holds its current one",
+  ifMatchRequired: "This request needs an If-Match header with the note's ETag (NOTES_REQUIRE_IF_MATCH)",
+  invalidCursor: "cursor is not a cursor of this feed",
+  cursorExpired: "This cursor is older than the changes kept; sync again from the start, without a cursor",
   internalError: "Internal server error",
 } as const;
 
@@ -58,7 +64,7 @@ export const UpdateNoteBody = body({
 const DECIMAL_INTEGER = /^-?\d+$/;
 
 /** A decimal integer within JavaScript's safe range, or undefined. */
-function safeInteger(raw: string): number | undefined {
+export function safeInteger(raw: string): number | undefined {
   const value = Number(raw);
   return DECIMAL_INTEGER.test(raw) && Number.isSafeInteger(value) ? value : undefined;
 }

@@ -100,7 +100,7 @@ describe("CORS", () => {
     const response = await callWithEnv(origins, "OPTIONS", "/notes", undefined, preflight("https://admin.example.com"));
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-origin")).toBe("https://admin.example.com");
-    expect(response.headers.get("access-control-allow-headers")).toBe("Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key");
+    expect(response.headers.get("access-control-allow-headers")).toBe("Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key,If-Match,If-None-Match");
     expect(response.headers.get("access-control-allow-methods")).toBe("GET,POST,PATCH,DELETE");
   });
 
@@ -115,7 +115,7 @@ describe("CORS", () => {
     const response = await callWithEnv({ ...origins, NOTES_AUTH: "required" }, "GET", "/notes", undefined, { Origin: "https://app.example.com" });
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
-    expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(expect.arrayContaining(["Link", "WWW-Authenticate"]));
+    expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(expect.arrayContaining(["Link", "WWW-Authenticate", "ETag", "Idempotent-Replayed"]));
   });
 
   it("marks actual responses for an allowed origin, and leaves plain OPTIONS to the spec's 405", async () => {

@@ -1,0 +1,179 @@
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { Hono, type TypedResponse } from "hono";
+import * as v from "valibot";
+import { sessionCheck } from "../auth/caller";
+import { noteClocks, notes, noteTombstones } from "../db/schema";
+import { describeRoute, json, jsonError, ref } from "../docs/describe";
+import { noStore } from "../lib/guards";
+import { allowedMethods, methodNotAllowed } from "../lib/http";
+import { base64url, fromBase64url, type AccessClaims } from "../lib/tokens";
+import { DAY } from "../lib/units";
+import { queryParams } from "../lib/validation";
+import type { AppEnv, Database } from "../types";
+import { etagOf, ownerOf, PUBLIC_OWNER } from "./conditional";
+import { notesErrors, notesOperation } from "./docs";
+import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
+import { notesUnauthorized, requireNotesAuth } from "./owner";
+import { NoteMessage, noteJsonText, safeInteger, type NoteJson } from "./schemas";
+
+/**
+ * The changes feed (`GET /changes`): what was committed to the caller's notes after a cursor, in commit
+ * order, for offline sync. Every write moves its owner's clock on in the statement that writes
+ * (drizzle/0012), and a note carries the clock's value of its last change as its revision; a deletion
+ * leaves a tombstone numbered the same way. So "after cursor n" is one indexed query: the notes whose
+ * revision is above n (their latest state, each once) and the tombstones above n, merged in order. A
+ * write committed while a client pages gets a number above every one committed before it, so no cursor
+ * skips it. The clocks are per owner, so the notes of each user could move to a database of their own.
+ * See docs/sync.md.
+ */
+
+/** Tombstones are kept this long; a cursor from before the oldest one kept is refused (410). */
+export const TOMBSTONES_KEPT_MS = 30 * DAY;
+export const MAX_CHANGES_PAGE = 100;
+
+/** A change as the feed answers it. */
+export type ChangeJson = { type: "upsert"; note: NoteJson; etag: string } | { type: "delete"; id: number };
+export interface ChangesPage {
+  changes: ChangeJson[];
+  cursor: string;
+  has_more: boolean;
+}
+
+/** Cursors are `v1:<sequence number>` in base64url: opaque to clients, versioned for us. */
+const CURSOR = /^v1:(0|[1-9][0-9]{0,15})$/;
+
+export function cursorOf(seq: number): string {
+  return base64url(new TextEncoder().encode(`v1:${seq}`));
+}
+
+/** The sequence number of a cursor, or undefined for anything that is not one of ours. */
+export function readCursor(cursor: string): number | undefined {
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(cursor)) return undefined;
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(fromBase64url(cursor));
+  } catch {
+    return undefined;
+  }
+  const match = CURSOR.exec(text);
+  return match && cursorOf(Number(match[1])) === cursor ? Number(match[1]) : undefined;
+}
+
+export const ChangesQuery = v.object({
+  cursor: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((raw) => readCursor(raw) !== undefined, NoteMessage.invalidCursor),
+      v.description("The `cursor` of the last answer; without it the feed starts from the beginning (every live note)."),
+    ),
+  ),
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_CHANGES_PAGE, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`),
+      v.description(`Changes per page, 1 to ${MAX_CHANGES_PAGE} (default ${MAX_CHANGES_PAGE}); a page is also cut at about ${LIST_CHUNK_BYTES / 1_000_000} MB of notes.`),
+      v.transform(Number),
+    ),
+  ),
+});
+
+/** Bytes of a change besides its note's title and content (the change's JSON around the note, an ETag). */
+const CHANGE_JSON_OVERHEAD = NOTE_JSON_OVERHEAD + 64;
+
+/**
+ * One page of changes after `after` for `owner`: at most `limit`, cut at LIST_CHUNK_BYTES of notes
+ * (at least one), in sequence order; with the owner's clock and how far its tombstones were pruned.
+ */
+function pageQueries(db: Database, owner: number, after: number, limit: number) {
+  const ownedNotes = owner === PUBLIC_OWNER ? isNull(notes.userId) : eq(notes.userId, owner);
+  const changes = sql`SELECT 'upsert' AS type, ${notes.id} AS id, ${notes.revision} AS seq,
+      octet_length(${notes.title}) + octet_length(${notes.content}) + ${CHANGE_JSON_OVERHEAD} AS size
+    FROM ${notes} WHERE ${and(ownedNotes, gt(notes.revision, after))}
+    UNION ALL
+    SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}
+    FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, owner), gt(noteTombstones.seq, after))}
+    ORDER BY seq LIMIT ${limit + 1}`;
+  const page = db.all<{ type: "upsert" | "delete"; id: number; seq: number; note: string | null; total: number }>(sql`
+    WITH changes AS (${changes}),
+    sized AS (SELECT type, id, seq, row_number() OVER (ORDER BY seq) AS n, sum(size) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS reach FROM changes)
+    SELECT type, id, seq,
+      CASE WHEN type = 'upsert' THEN (SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = sized.id) END AS note,
+      (SELECT count(*) FROM changes) AS total
+    FROM sized WHERE n <= ${limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}) ORDER BY seq`);
+  const clock = db.all<{ seq: number; prunedThrough: number }>(sql`
+    SELECT coalesce((SELECT ${noteClocks.seq} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0) AS seq,
+      coalesce((SELECT ${noteClocks.prunedThrough} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0) AS prunedThrough`);
+  return [clock, page] as const;
+}
+
+export const changesApp = new Hono<AppEnv>()
+  // Private notes are personal data: not cached (public notes, as the contract has them, may be).
+  .use(noStore((c) => c.var.config.notesAuth === "required"))
+  .use(requireNotesAuth)
+  .get(
+    "/",
+    describeRoute({
+      ...notesOperation,
+      summary: "Changes since a cursor (offline sync)",
+      description:
+        "What was committed to the notes after `cursor`, in commit order, each note at most once per page in its latest state: " +
+        '`{"type": "upsert", "note": …, "etag": …}` or `{"type": "delete", "id": …}`. Without `cursor`, every live note. ' +
+        "Keep the answer's `cursor` and ask again with it; `has_more: true` means ask again at once. " +
+        `Deletions are kept ${TOMBSTONES_KEPT_MS / DAY} days: an older cursor is a 410, and the client syncs again without one.`,
+      responses: {
+        "200": json("A page of changes", {
+          type: "object",
+          required: ["changes", "cursor", "has_more"],
+          properties: {
+            changes: {
+              type: "array",
+              items: {
+                oneOf: [
+                  {
+                    type: "object",
+                    required: ["type", "note", "etag"],
+                    properties: { type: { const: "upsert" }, note: ref("Note"), etag: { type: "string", description: "The note's ETag" } },
+                  },
+                  { type: "object", required: ["type", "id"], properties: { type: { const: "delete" }, id: { type: "integer" } } },
+                ],
+              },
+            },
+            cursor: { type: "string", description: "Opaque; send it back as `cursor`" },
+            has_more: { type: "boolean", description: "More changes wait: ask again at once with `cursor`" },
+          },
+        }),
+        "400": jsonError("A malformed cursor or limit", NoteMessage.invalidCursor, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`),
+        "410": jsonError("The cursor is older than the deletions kept, or not of this database: sync again without one", NoteMessage.cursorExpired),
+        ...notesErrors,
+      },
+    }),
+    queryParams(ChangesQuery),
+    async (c) => {
+      const { cursor, limit } = c.req.valid("query");
+      const { db, caller } = c.var;
+      const after = cursor === undefined ? 0 : readCursor(cursor)!;
+      const found = await readPage(db, caller, pageQueries(db, ownerOf(caller), after, limit ?? MAX_CHANGES_PAGE));
+      if (!found) return notesUnauthorized(c);
+      const [[clock], rows] = found;
+      // Deletions before the cursor's point may be gone, or the cursor is from another database (or
+      // from before a restore): either way this feed cannot tell the client what it missed.
+      if (cursor !== undefined && (after < clock!.prunedThrough || after > clock!.seq)) return c.json({ error: NoteMessage.cursorExpired }, 410);
+      const changes = rows.map((row) =>
+        row.type === "upsert" ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.seq))}}` : `{"type":"delete","id":${row.id}}`,
+      );
+      const last = rows.at(-1)?.seq ?? after;
+      const hasMore = (rows[0]?.total ?? 0) > rows.length;
+      const body = `{"changes":[${changes.join(",")}],"cursor":${JSON.stringify(cursorOf(last))},"has_more":${hasMore}}`;
+      return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<ChangesPage, 200, "json">;
+    },
+  );
+
+/** The page's two statements, in one round trip with the check of the caller's session when notes are private. */
+async function readPage(db: Database, caller: AccessClaims | undefined, [clock, page]: ReturnType<typeof pageQueries>) {
+  if (!caller) return db.batch([clock, page]);
+  const [live, ...found] = await db.batch([sessionCheck(db, caller, Date.now()), clock, page]);
+  return live.length > 0 ? found : undefined;
+}
+
+// Any other method is a 405, as on every other path.
+for (const [path, allow] of allowedMethods(changesApp.routes)) changesApp.all(path, methodNotAllowed(allow));
