@@ -93,16 +93,26 @@ function pageQueries(db: Database, owner: number, after: number, limit: number) 
     SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}
     FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, owner), gt(noteTombstones.seq, after))}
     ORDER BY seq LIMIT ${limit + 1}`;
-  const page = db.all<{ type: "upsert" | "delete"; id: number; seq: number; note: string | null; total: number }>(sql`
-    WITH changes AS (${changes}),
-    sized AS (SELECT type, id, seq, row_number() OVER (ORDER BY seq) AS n, sum(size) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS reach FROM changes)
-    SELECT type, id, seq,
-      CASE WHEN type = 'upsert' THEN (SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = sized.id) END AS note,
-      (SELECT count(*) FROM changes) AS total
-    FROM sized WHERE n <= ${limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}) ORDER BY seq`);
-  const clock = db.all<{ seq: number; prunedThrough: number }>(sql`
-    SELECT coalesce((SELECT ${noteClocks.seq} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0) AS seq,
-      coalesce((SELECT ${noteClocks.prunedThrough} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0) AS prunedThrough`);
+  const page = db
+    .select({
+      type: sql<"upsert" | "delete">`type`,
+      id: sql<number>`id`,
+      seq: sql<number>`seq`,
+      note: sql<string | null>`note`,
+      total: sql<number>`total`,
+    })
+    .from(
+      sql`(WITH changes AS (${changes}),
+      sized AS (SELECT type, id, seq, row_number() OVER (ORDER BY seq) AS n, sum(size) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS reach FROM changes)
+      SELECT type, id, seq,
+        CASE WHEN type = 'upsert' THEN (SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = sized.id) END AS note,
+        (SELECT count(*) FROM changes) AS total
+      FROM sized WHERE n <= ${limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}))`,
+    )
+    .orderBy(sql`seq`);
+  const clockOf = (column: typeof noteClocks.seq | typeof noteClocks.prunedThrough) =>
+    sql<number>`coalesce((SELECT ${column} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0)`;
+  const clock = db.select({ seq: clockOf(noteClocks.seq), prunedThrough: clockOf(noteClocks.prunedThrough) }).from(sql`(SELECT 1)`);
   return [clock, page] as const;
 }
 

@@ -130,7 +130,7 @@ export const notesApp = new Hono<AppEnv>()
     // A poll that sends the list's ETag back is answered from the version alone, without reading a note.
     const ifNoneMatch = readETags(c, "If-None-Match");
     if (ifNoneMatch) {
-      const found = await asCaller(db, caller, now, db.all<{ version: number }>(sql`SELECT ${listVersion(caller?.userId)} AS version`));
+      const found = await asCaller(db, caller, now, db.select({ version: listVersion(caller?.userId) }).from(sql`(SELECT 1)`));
       if (!found) return notesUnauthorized(c);
       const etag = listETag(found[0]!.version, limit, after);
       if (etagListed(ifNoneMatch, etag)) return notModified(c, etag);
