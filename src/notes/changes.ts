@@ -39,16 +39,29 @@ export interface ChangesPage {
   has_more: boolean;
 }
 
-/** Cursors are `v1:<sequence number>` in base64url: opaque to clients, versioned for us. */
-const CURSOR = /^v1:(0|[1-9][0-9]{0,15})$/;
-
-export function cursorOf(seq: number): string {
-  return base64url(new TextEncoder().encode(`v1:${seq}`));
+/**
+ * A cursor, `v1:<seq>:<base>` in base64url (opaque to clients, versioned for us): the client has every
+ * change up to `seq`, and needs the deletions after `base` (the point its copy is consistent from: where
+ * it last caught up, or where a sync from scratch began, since a note deleted before that was never in
+ * its copy). Deletions are kept 30 days: a cursor whose `base` is older than the oldest kept is a 410.
+ */
+export interface Cursor {
+  seq: number;
+  base: number;
 }
 
-/** The sequence number of a cursor, or undefined for anything that is not one of ours. */
-export function readCursor(cursor: string): number | undefined {
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(cursor)) return undefined;
+const CURSOR = /^v1:(0|[1-9][0-9]{0,15}):(0|[1-9][0-9]{0,15})$/;
+
+export function cursorOf({ seq, base }: Cursor): string {
+  return base64url(new TextEncoder().encode(`v1:${seq}:${base}`));
+}
+
+/** The cursor a client holds once it has caught up at `seq`. */
+export const caughtUp = (seq: number): Cursor => ({ seq, base: seq });
+
+/** A cursor of ours, or undefined for anything else. */
+export function readCursor(cursor: string): Cursor | undefined {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return undefined;
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(fromBase64url(cursor));
@@ -56,7 +69,9 @@ export function readCursor(cursor: string): number | undefined {
     return undefined;
   }
   const match = CURSOR.exec(text);
-  return match && cursorOf(Number(match[1])) === cursor ? Number(match[1]) : undefined;
+  if (!match) return undefined;
+  const read = { seq: Number(match[1]), base: Number(match[2]) };
+  return cursorOf(read) === cursor ? read : undefined;
 }
 
 export const ChangesQuery = v.object({
@@ -161,19 +176,23 @@ export const changesApp = new Hono<AppEnv>()
     async (c) => {
       const { cursor, limit } = c.req.valid("query");
       const { db, caller } = c.var;
-      const after = cursor === undefined ? 0 : readCursor(cursor)!;
-      const found = await readPage(db, caller, pageQueries(db, ownerOf(caller), after, limit ?? MAX_CHANGES_PAGE));
+      const from = cursor === undefined ? undefined : readCursor(cursor)!;
+      const found = await readPage(db, caller, pageQueries(db, ownerOf(caller), from?.seq ?? 0, limit ?? MAX_CHANGES_PAGE));
       if (!found) return notesUnauthorized(c);
       const [[clock], rows] = found;
-      // Deletions before the cursor's point may be gone, or the cursor is from another database (or
-      // from before a restore): either way this feed cannot tell the client what it missed.
-      if (cursor !== undefined && (after < clock!.prunedThrough || after > clock!.seq)) return c.json({ error: NoteMessage.cursorExpired }, 410);
+      // Deletions the client may need are gone, or the cursor is from another database (or from before a
+      // restore): either way this feed cannot tell the client what it missed.
+      if (from && (from.base < clock!.prunedThrough || from.seq > clock!.seq || from.base > clock!.seq)) {
+        return c.json({ error: NoteMessage.cursorExpired }, 410);
+      }
       const changes = rows.map((row) =>
         row.type === "upsert" ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.seq))}}` : `{"type":"delete","id":${row.id}}`,
       );
-      const last = rows.at(-1)?.seq ?? after;
       const hasMore = (rows[0]?.total ?? 0) > rows.length;
-      const body = `{"changes":[${changes.join(",")}],"cursor":${JSON.stringify(cursorOf(last))},"has_more":${hasMore}}`;
+      // The page and the clock were read in one transaction: a last page covers everything up to the clock.
+      // A sync from scratch needs no deletion from before it began.
+      const next = hasMore ? { seq: rows.at(-1)!.seq, base: from?.base ?? clock!.seq } : caughtUp(clock!.seq);
+      const body = `{"changes":[${changes.join(",")}],"cursor":${JSON.stringify(cursorOf(next))},"has_more":${hasMore}}`;
       return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<ChangesPage, 200, "json">;
     },
   );
