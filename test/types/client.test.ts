@@ -8,6 +8,7 @@ import { hc } from "hono/client";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
+import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteJson, NoteMessage } from "../../src/notes/schemas";
 
 const api = hc<AppType>("http://api.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
@@ -15,6 +16,8 @@ type Login = Awaited<ReturnType<typeof api.auth.login.$post>>;
 type Me = Awaited<ReturnType<typeof api.auth.me.$get>>;
 type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
 type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
+type Changes = Awaited<ReturnType<typeof api.changes.$get>>;
+type UpdateNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$patch"]>>;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -31,6 +34,16 @@ describe("typed client", () => {
   it("types a created and a read note as the note JSON", () => {
     expectTypeOf<BodyOf<CreateNote, 201>>().toEqualTypeOf<NoteJson>();
     expectTypeOf<BodyOf<ReadNote, 200>>().toEqualTypeOf<NoteJson>();
+  });
+
+  it("types a page of the changes feed, its changes told apart by type, and its 410", () => {
+    expectTypeOf<BodyOf<Changes, 200>>().toEqualTypeOf<ChangesPage>();
+    expectTypeOf<Extract<ChangesPage["changes"][number], { type: "upsert" }>["note"]>().toEqualTypeOf<NoteJson>();
+    expectTypeOf<BodyOf<Changes, 410>>().toEqualTypeOf<{ error: typeof NoteMessage.cursorExpired }>();
+  });
+
+  it("types a conditional update's 412", () => {
+    expectTypeOf<BodyOf<UpdateNote, 412>>().toEqualTypeOf<{ error: typeof NoteMessage.preconditionFailed }>();
   });
 
   it("types a missing note as { error: string }, down to the contract's message", () => {
