@@ -17,7 +17,6 @@ export const noteWriteErrors = {
 };
 
 export const idParameter = { name: "id", in: "path", required: true, description: "The note id, a decimal integer", schema: { type: "integer" } };
-export const badNoteId = jsonError("`{id}` is not an integer", NoteMessage.invalidId);
 export const noteNotFound = jsonError("No such note (or, with NOTES_AUTH=required, someone else's)", NoteMessage.notFound);
 
 /** The ETag an answer carries (conditional.ts). */

@@ -10,7 +10,6 @@ import { HOUR } from "../lib/units";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
 import {
-  badNoteId,
   etagHeader,
   idParameter,
   ifMatchParameter,
