@@ -14,6 +14,11 @@ export interface Config {
   bcryptCost: number;
   /** Undefined when JWT_SECRET_KEY is not set; login then fails loudly. */
   jwtSecret: string | undefined;
+  /**
+   * The secrets second-factor secrets are sealed under (lib/secret-box.ts), the current first:
+   * MFA_ENCRYPTION_KEY (or JWT_SECRET_KEY without it), then MFA_ENCRYPTION_KEY_PREVIOUS while rotating.
+   */
+  mfaKeys: string[];
   /** Undefined when MAIL_EMAIL or MAIL_APP_PASSWORD is missing: no mail is sent. */
   smtp: SmtpConfig | undefined;
   /** false only with RATE_LIMITS=off: the per-client limiter is skipped (load tests, never production). */
@@ -32,6 +37,14 @@ export interface Config {
 }
 
 export const APP_NAME = "Notes API";
+
+/** Secrets a deployment may set but need not (wrangler.toml's `[secrets] required` lists the others). */
+export interface OptionalSecrets {
+  /** Seals second-factor secrets at rest; without it they are sealed under a key derived from JWT_SECRET_KEY. */
+  MFA_ENCRYPTION_KEY?: string;
+  /** The MFA_ENCRYPTION_KEY before the last rotation, while boxes sealed under it remain. */
+  MFA_ENCRYPTION_KEY_PREVIOUS?: string;
+}
 
 /** A setting that is present but unusable; reported as a 500 with a log line naming it. */
 export class ConfigError extends Error {
@@ -58,12 +71,13 @@ function nonEmpty(raw: string | undefined): string | undefined {
 }
 
 /** Reads and checks every setting in one place. */
-export function readConfig(env: Env): Config {
+export function readConfig(env: Env & OptionalSecrets): Config {
   const mailEmail = nonEmpty(env.MAIL_EMAIL);
   const mailPassword = nonEmpty(env.MAIL_APP_PASSWORD);
   return {
     bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
+    mfaKeys: [nonEmpty(env.MFA_ENCRYPTION_KEY) ?? nonEmpty(env.JWT_SECRET_KEY), nonEmpty(env.MFA_ENCRYPTION_KEY_PREVIOUS)].filter((key) => key !== undefined),
     notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
     notesRequireIfMatch: choice("NOTES_REQUIRE_IF_MATCH", env.NOTES_REQUIRE_IF_MATCH, ["false", "true"] as const, "false") === "true",

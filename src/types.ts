@@ -1,4 +1,4 @@
-import type { Config } from "./config";
+import type { Config, OptionalSecrets } from "./config";
 import type { Database } from "./db/client";
 import type { Logger } from "./lib/log";
 
@@ -7,7 +7,7 @@ import type { Logger } from "./lib/log";
  * A secret can still be unset at run time (tests, `wrangler dev` without `.dev.vars`): config.ts treats
  * an empty or missing value as unset.
  */
-export type Bindings = Env;
+export type Bindings = Env & OptionalSecrets;
 
 export type { Database };
 

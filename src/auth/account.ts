@@ -1,22 +1,23 @@
-import { and, eq, gte, lt, ne, sql, type SQL } from "drizzle-orm";
-import { Hono, type Context } from "hono";
+import { and, eq, ne, sql } from "drizzle-orm";
+import { Hono } from "hono";
 import { emailChangeReverts, loginFailures, noteClocks, notes, noteTombstones, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
 import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
-import { hashPassword, verifyPassword } from "../lib/password";
+import { hashPassword } from "../lib/password";
 import type { AccessClaims } from "../lib/tokens";
 import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
-import type { AppEnv, Database } from "../types";
-import { callerSession, liveSession, requireAccessToken, unauthorized, type CallerEnv } from "./caller";
+import type { AppEnv } from "../types";
+import { liveSession, requireAccessToken, unauthorized } from "./caller";
 import { codeTryBudget } from "./code-budget";
 import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode } from "./codes";
 import { accountErrors, bearer, bearerErrors, passwordChecked, passwordRules } from "./docs";
 import { EMAIL_CHANGE_REVERT_TTL_MS, newRevertToken } from "./email-revert";
-import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, PASSWORD_CHECKS_PER_SESSION } from "./limits";
+import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "./limits";
 import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice, sendPasswordChangedNotice } from "./mails";
 import { AuthMessage } from "./messages";
+import { callerAccount, reauthenticate } from "./reauth";
 import { ChangeEmailBody, ChangePasswordBody, ConfirmEmailChangeBody, DeleteAccountBody } from "./schemas";
 import { claimWindow, releaseWindow, waitFor, windowState } from "./windows";
 import type { MeJson } from "./shapes";
@@ -24,66 +25,6 @@ import type { MeJson } from "./shapes";
 /** The window of e-mail change codes mailed to `address`, or of tries at proving it, across all accounts. */
 function targetWindow(what: "codes" | "tries", address: string): string {
   return `email_change_${what}:${address}`;
-}
-
-interface CallerAccount {
-  id: number;
-  email: string;
-  password: string;
-  isVerified: boolean;
-  createdAt: number;
-}
-
-/** The account of the session `ofSession` selects (a condition on `sessions`), if that session is live. */
-function callerAccountQuery(db: Database, ofSession: SQL) {
-  return db
-    .select({ id: users.id, email: users.email, password: users.password, isVerified: users.isVerified, createdAt: users.createdAt })
-    .from(users)
-    .innerJoin(sessions, eq(sessions.userId, users.id))
-    .where(ofSession);
-}
-
-/** The caller's account, read in one query with the check that the caller's session is live. */
-async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
-  const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
-  return account;
-}
-
-/**
- * Checks the caller's password before an account change, counted on the caller's session rather than on
- * the address (so neither a stolen access token nor the address's login lock can be used against the
- * owner): one conditional UPDATE claims a check before bcrypt, and refuses once PASSWORD_CHECKS_PER_SESSION
- * claims are wrong or in flight; the wrong one that reaches it ends the session, a right one gives its
- * claim back. Returns the account, or the answer to give (401 for no session, a session out of checks or
- * a wrong password).
- */
-async function confirmPassword(c: Context<CallerEnv>, password: string) {
-  const { config, db, log } = c.var;
-  const caller = c.var.caller;
-  const ofCaller = callerSession(caller, Date.now());
-  const [[claim], [account]] = await db.batch([
-    db
-      .update(sessions)
-      .set({ passwordFailures: sql`${sessions.passwordFailures} + 1` })
-      .where(and(ofCaller, lt(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)))
-      .returning({ passwordFailures: sessions.passwordFailures }),
-    callerAccountQuery(db, ofCaller),
-  ]);
-  if (!claim || !account) return { refused: unauthorized(c) };
-  const ofThisSession = and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId));
-  if (!(await verifyPassword(password, account.password, config.bcryptCost))) {
-    if (claim.passwordFailures >= PASSWORD_CHECKS_PER_SESSION) {
-      // Only while the count still stands there: a right check running alongside may have given its claim back.
-      await db.delete(sessions).where(and(ofThisSession, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)));
-      log.warn("session_ended_wrong_passwords", { userId: caller.userId, sessionId: caller.sessionId });
-    }
-    return { refused: c.text(AuthMessage.wrongPassword, 401) };
-  }
-  await db
-    .update(sessions)
-    .set({ passwordFailures: sql`${sessions.passwordFailures} - 1` })
-    .where(ofThisSession);
-  return { account };
 }
 
 /** Every session of the user but the caller's. */
@@ -99,7 +40,13 @@ export const account = new Hono<AppEnv>()
     requireAccessToken, async (c) => {
     const user = await callerAccount(c, c.var.caller);
     if (!user) return unauthorized(c);
-    const me: MeJson = { id: user.id, email: user.email, verified: user.isVerified, created_at: new Date(user.createdAt).toISOString() };
+    const me: MeJson = {
+      id: user.id,
+      email: user.email,
+      verified: user.isVerified,
+      created_at: new Date(user.createdAt).toISOString(),
+      mfa: { totp: user.factorStatus === "active", recovery_codes_remaining: user.factorStatus === "active" ? user.recoveryCodes : 0 },
+    };
     return c.json(me, 200);
   })
 
@@ -118,11 +65,11 @@ export const account = new Hono<AppEnv>()
     }),
     requireAccessToken,
     jsonBody(ChangePasswordBody), async (c) => {
-    const { current_password: currentPassword, new_password: newPassword } = c.req.valid("json");
+    const { current_password: currentPassword, new_password: newPassword, code: stepUpCode } = c.req.valid("json");
     const { config, db, log } = c.var;
     const caller = c.var.caller;
 
-    const confirmed = await confirmPassword(c, currentPassword);
+    const confirmed = await reauthenticate(c, { password: currentPassword, code: { value: stepUpCode } });
     if ("refused" in confirmed) return confirmed.refused;
     const hash = await hashPassword(newPassword, config.bcryptCost);
     const now = Date.now();
@@ -166,11 +113,11 @@ export const account = new Hono<AppEnv>()
     }),
     requireAccessToken,
     jsonBody(ChangeEmailBody), async (c) => {
-    const { password, new_email: newEmail } = c.req.valid("json");
+    const { password, new_email: newEmail, code: stepUpCode } = c.req.valid("json");
     const { db, log } = c.var;
     const caller = c.var.caller;
 
-    const confirmed = await confirmPassword(c, password);
+    const confirmed = await reauthenticate(c, { password, code: { value: stepUpCode } });
     if ("refused" in confirmed) return confirmed.refused;
     if (newEmail === confirmed.account.email) return c.text(AuthMessage.sameEmail, 400);
     // The same answer as register's 409 tells no more than register does. A registration of the
@@ -310,11 +257,11 @@ export const account = new Hono<AppEnv>()
     }),
     requireAccessToken,
     jsonBody(DeleteAccountBody), async (c) => {
-    const { password } = c.req.valid("json");
+    const { password, code: stepUpCode } = c.req.valid("json");
     const { db, log } = c.var;
     const caller = c.var.caller;
 
-    const confirmed = await confirmPassword(c, password);
+    const confirmed = await reauthenticate(c, { password, code: { value: stepUpCode } });
     if ("refused" in confirmed) return confirmed.refused;
     const now = Date.now();
     const live = liveSession(caller, now);

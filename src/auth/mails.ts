@@ -46,3 +46,21 @@ export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: str
   ].join("\n");
   return sendEmail(mailer, { to, subject: "Your Email Address Was Changed", text }, "email_changed");
 }
+
+/** Two-factor authentication was turned on. */
+export function sendMfaEnabledNotice(mailer: Mailer, to: string): Promise<void> {
+  const text = "Two-factor authentication is now on for your account. If this was not you, reset your password and contact us at once.";
+  return sendEmail(mailer, { to, subject: "Two-Factor Authentication Turned On", text }, "mfa_enabled");
+}
+
+/** Two-factor authentication was turned off. */
+export function sendMfaDisabledNotice(mailer: Mailer, to: string): Promise<void> {
+  const text = "Two-factor authentication is now off for your account, and your other sessions were signed out. If this was not you, reset your password at once.";
+  return sendEmail(mailer, { to, subject: "Two-Factor Authentication Turned Off", text }, "mfa_disabled");
+}
+
+/** A recovery code was used, and how many are left. */
+export function sendRecoveryCodeUsedNotice(mailer: Mailer, to: string, left: number): Promise<void> {
+  const text = `A recovery code was used to sign in to your account. ${left} recovery codes are left. If this was not you, reset your password at once.`;
+  return sendEmail(mailer, { to, subject: "Recovery Code Used", text }, "recovery_code_used");
+}

@@ -4,6 +4,7 @@ import { allowedMethods, methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";
 import { emailRevert } from "./email-revert";
+import { mfa } from "./mfa";
 import { AUTH_BODY_LIMIT_BYTES } from "./limits";
 import { AuthMessage } from "./messages";
 import { recovery } from "./recovery";
@@ -18,7 +19,7 @@ export const auth = new Hono<AppEnv>()
   .use(noStore())
   .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.AUTH_RATE_LIMITER, ["POST"], AuthMessage.clientThrottled))
-  .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account).route("/", emailRevert);
+  .route("/", registration).route("/", sessionRoutes).route("/", recovery).route("/", account).route("/", emailRevert).route("/", mfa);
 
 // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
 // type (and with it the typed client) lists only the methods that exist.

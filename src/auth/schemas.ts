@@ -118,15 +118,52 @@ export const ResetPasswordBody = body({
   ),
 });
 
+/** The second factor a sensitive change asks for while two-factor authentication is on (step-up). */
+const stepUpCode = v.optional(
+  v.pipe(
+    v.string(AuthMessage.codeString),
+    v.description("While two-factor authentication is on: a current code of the authenticator app, or a recovery code."),
+  ),
+);
+
+/** A code of the authenticator app, or a recovery code. */
+const factorCode = v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current 6-digit code of the authenticator app."));
+
 export const ChangePasswordBody = body({
   current_password: anyPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
   new_password: newPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
+  code: stepUpCode,
 });
 
 export const ChangeEmailBody = body({
   password: anyPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
   new_email: accountEmail(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
+  code: stepUpCode,
 });
+
+export const EnrolTotpBody = body({
+  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+});
+
+export const TotpCodeBody = body({
+  code: factorCode,
+});
+
+export const DisableTotpBody = body({
+  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  code: v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current code of the authenticator app, or a recovery code.")),
+});
+
+const optionalString = (description: string) => v.optional(v.pipe(v.string(AuthMessage.mfaVerifyStrings), v.description(description)));
+
+export const MfaVerifyBody = v.pipe(
+  body({
+    mfa_token: v.pipe(requiredString(AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings), v.description("The `mfa_token` of the login.")),
+    code: optionalString("A current 6-digit code of the authenticator app."),
+    recovery_code: optionalString("One of the recovery codes, instead of `code`."),
+  }),
+  v.check((input) => (input.code === undefined) !== (input.recovery_code === undefined), AuthMessage.mfaVerifyFields),
+);
 
 export const ConfirmEmailChangeBody = body({
   token: code(AuthMessage.tokenRequired, AuthMessage.tokenString),
@@ -142,6 +179,7 @@ export const RevertEmailChangeBody = body({
 
 export const DeleteAccountBody = body({
   password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  code: stepUpCode,
 });
 
 export const RefreshBody = body({

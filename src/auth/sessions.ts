@@ -1,8 +1,6 @@
-import { and, desc, eq, gt, ne } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
-import { Hono, type Context } from "hono";
-import { ConfigError } from "../config";
-import { sessions, users } from "../db/schema";
+import { and, desc, eq, gt, ne, sql } from "drizzle-orm";
+import { Hono } from "hono";
+import { mfaFactors, sessions, users } from "../db/schema";
 import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
@@ -12,49 +10,17 @@ import { MINUTE, SECOND } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";
 import { callerSession, liveSession, requireAccessToken, sessionCheck, unauthorized } from "./caller";
-import { issueDeviceToken, maybeDeviceToken, readDeviceToken } from "./devices";
+import { maybeDeviceToken, readDeviceToken } from "./devices";
 import { accountErrors, accountsTag, bearer, bearerErrors } from "./docs";
 import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS, loginCounter } from "./limits";
 import { AuthMessage } from "./messages";
+import { jwtSecretOf, passFirstFactor } from "./gate";
 import { LoginBody, RefreshBody } from "./schemas";
-import { createSession, REFRESH_GRACE_MS, rotateSession, sessionTokens, shortUserAgent } from "./session-store";
-import type { LoginJson, SessionJson, TokensJson } from "./shapes";
+import { REFRESH_GRACE_MS, rotateSession, sessionTokens } from "./session-store";
+import type { SessionJson, TokensJson } from "./shapes";
 
-function jwtSecretOf(c: Context<AppEnv>): string {
-  const secret = c.var.config.jwtSecret;
-  if (!secret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot sign tokens");
-  return secret;
-}
-
-/**
- * The one way a login whose password has been checked becomes a session (a second factor, where an
- * account has one, ends here once it is verified): creates the session, only while the account still has
- * the password hash that was checked, with `alongside` (what the check's claim releases) in the same
- * transaction, and answers with the tokens and the device's token (renewed for the device it came from,
- * or a new device's), bound to that password hash. Nothing is stored for the device token (see devices.ts).
- */
-export async function openSession(
-  c: Context<AppEnv>,
-  account: { id: number; email: string; checkedHash: string },
-  deviceId: string | undefined,
-  alongside: BatchItem<"sqlite">[] = [],
-) {
-  const { db, log } = c.var;
-  const now = Date.now();
-  const secret = jwtSecretOf(c);
-  const session = createSession(db, account.id, account.checkedHash, shortUserAgent(c.req.header("User-Agent")), now);
-  const [created] = await db.batch([session.query, ...alongside]);
-  // The password was reset or changed, or the account deleted, while bcrypt ran: the password checked
-  // is no longer the account's.
-  if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);
-  log.info("session_created", { userId: account.id, sessionId: session.id });
-  const [tokens, deviceToken] = await Promise.all([
-    sessionTokens({ userId: account.id, sessionId: session.id }, 0, secret, log),
-    issueDeviceToken(secret, account.email, account.checkedHash, now, deviceId),
-  ]);
-  const answer: LoginJson = { ...tokens, device_token: deviceToken };
-  return c.json(answer, 200);
-}
+/** Whether the account (a row of `users`) has an active second factor: read with the login's other reads. */
+const hasActiveFactor = sql<number>`EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${mfaFactors.userId} = ${users.id} AND ${mfaFactors.status} = 'active')`;
 
 /** Sessions: log in, refresh, log out, and the caller's list of sessions (devices). */
 export const sessionRoutes = new Hono<AppEnv>()
@@ -70,7 +36,9 @@ export const sessionRoutes = new Hono<AppEnv>()
         `for ${DEVICE_LOCK_MS / MINUTE} minutes). Any other device_token counts as none.`,
       requestExample: { email: "ada@example.com", password: "correct horse battery" },
       responses: {
-        "200": json("Logged in", ref("Login")),
+        "200": json("Logged in; or, for an account with two-factor authentication, the challenge to answer at POST /auth/mfa/verify", {
+          oneOf: [ref("Login"), ref("MfaChallenge")],
+        }),
         "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
         "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
         "403": text("E-mail not verified", AuthMessage.notVerified),
@@ -97,7 +65,10 @@ export const sessionRoutes = new Hono<AppEnv>()
     // valid device token) is judged on its own attempts instead.
     const [[claim], [user], [lock]] = await db.batch([
       counter.claim,
-      db.select({ id: users.id, password: users.password, isVerified: users.isVerified }).from(users).where(eq(users.email, email)),
+      db
+        .select({ id: users.id, password: users.password, isVerified: users.isVerified, hasFactor: hasActiveFactor })
+        .from(users)
+        .where(eq(users.email, email)),
       counter.lock,
     ]);
     if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
@@ -113,7 +84,10 @@ export const sessionRoutes = new Hono<AppEnv>()
       await counter.release(claim.lockedUntil);
       return c.text(AuthMessage.notVerified, 403);
     }
-    return openSession(c, { id: user.id, email, checkedHash: user.password }, deviceId, [counter.release(claim.lockedUntil)]);
+    // The gate every way into a session passes: a second factor, where the account has one, comes first.
+    return passFirstFactor(c, { id: user.id, email, checkedHash: user.password, hasFactor: Boolean(user.hasFactor) }, deviceId, [
+      counter.release(claim.lockedUntil),
+    ]);
   })
 
   .post(

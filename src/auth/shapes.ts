@@ -42,11 +42,23 @@ export const Session = v.object({
 });
 export type SessionJson = v.InferOutput<typeof Session>;
 
+/** The answer of a login with the right password for an account with a second factor: no session yet. */
+export const MfaChallenge = v.object({
+  mfa_required: v.literal(true),
+  mfa_token: described(v.string(), "Opaque: send it to POST /auth/mfa/verify with a code; 5 tries, single use"),
+  expires_in: described(v.pipe(v.number(), v.integer()), "Seconds the mfa_token lives: 300"),
+});
+export type MfaChallengeJson = v.InferOutput<typeof MfaChallenge>;
+
 /** The caller's account. */
 export const Me = v.object({
   id: v.pipe(v.number(), v.integer()),
   email: v.string(),
   verified: v.boolean(),
   created_at: v.pipe(v.string(), v.isoTimestamp()),
+  mfa: v.object({
+    totp: described(v.boolean(), "Two-factor authentication (TOTP) is on"),
+    recovery_codes_remaining: described(v.pipe(v.number(), v.integer()), "Unused recovery codes"),
+  }),
 });
 export type MeJson = v.InferOutput<typeof Me>;

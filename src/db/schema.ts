@@ -107,6 +107,57 @@ export const emailChangeReverts = sqliteTable(
   (table) => [index("email_change_reverts_user_id").on(table.userId), index("email_change_reverts_expires_at").on(table.expiresAt)],
 );
 
+/** The states of a TOTP second factor: enrolled and waiting for its first code, or in use. */
+export const MFA_STATUSES = ["pending", "active"] as const;
+
+/**
+ * An account's TOTP second factor (one at most): its secret sealed at rest (lib/secret-box.ts), and the
+ * last time step accepted, so that no code is accepted twice: a verification claims its step with one
+ * conditional UPDATE (`WHERE last_used_step < ?`).
+ */
+export const mfaFactors = sqliteTable("mfa_factors", {
+  userId: integer("user_id")
+    .primaryKey()
+    .references(() => users.id, { onDelete: "cascade" }),
+  sealedSecret: text("sealed_secret").notNull(),
+  status: text("status", { enum: MFA_STATUSES }).notNull(),
+  lastUsedStep: integer("last_used_step").notNull().default(0),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** The recovery codes of an account's factor, one row each, stored as SHA-256 (each is 100+ random bits). */
+export const mfaRecoveryCodes = sqliteTable(
+  "mfa_recovery_codes",
+  {
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    codeHash: text("code_hash").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.codeHash] })],
+);
+
+/**
+ * A login whose password was right, waiting for its second factor: the `mfa_token` (stored as SHA-256),
+ * the device and password hash of that login, its tries (at most MFA_TOKEN_TRIES) and whether it has been
+ * used. No session exists until the second factor is verified.
+ */
+export const mfaChallenges = sqliteTable(
+  "mfa_challenges",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    checkedHash: text("checked_hash").notNull(),
+    deviceId: text("device_id"),
+    expiresAt: integer("expires_at").notNull(),
+    tries: integer("tries").notNull().default(0),
+    used: integer("used", { mode: "boolean" }).notNull().default(false),
+  },
+  (table) => [index("mfa_challenges_expires_at").on(table.expiresAt)],
+);
+
 /**
  * Login attempts per e-mail address, registered or not: unknown addresses are counted and locked like
  * real ones, so the answers do not tell which addresses have accounts. `failures` counts the attempts

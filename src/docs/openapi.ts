@@ -1,5 +1,5 @@
 import { AuthMessage } from "../auth/messages";
-import { Login, Me, Session, Tokens } from "../auth/shapes";
+import { Login, Me, MfaChallenge, Session, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { Note, NoteMessage } from "../notes/schemas";
@@ -78,6 +78,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): Json {
         Login: schemaOf(Login),
         Session: schemaOf(Session),
         Me: schemaOf(Me),
+        MfaChallenge: schemaOf(MfaChallenge),
       },
       parameters: {
         Bookmark: {

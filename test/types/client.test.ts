@@ -14,6 +14,7 @@ import type { NoteJson, NoteMessage } from "../../src/notes/schemas";
 const api = hc<AppType>("http://api.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
 type Login = Awaited<ReturnType<typeof api.auth.login.$post>>;
 type Me = Awaited<ReturnType<typeof api.auth.me.$get>>;
+type Verify = Awaited<ReturnType<typeof api.auth.mfa.verify.$post>>;
 type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
 type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
 type Changes = Awaited<ReturnType<typeof api.changes.$get>>;
@@ -23,12 +24,21 @@ type UpdateNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$patch"]>>;
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
 
 describe("typed client", () => {
-  it("types a login's tokens", () => {
-    expectTypeOf<BodyOf<Login, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number }>();
+  it("types a login's tokens, and its second-factor branch, told apart by narrowing", () => {
+    type Answer = BodyOf<Login, 200>;
+    expectTypeOf<Exclude<Answer, { mfa_required: true }>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number }>();
+    expectTypeOf<Extract<Answer, { mfa_required: true }>>().toEqualTypeOf<{ mfa_required: true; mfa_token: string; expires_in: number }>();
+    expectTypeOf<BodyOf<Verify, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number; device_token: string }>();
   });
 
   it("types /auth/me", () => {
-    expectTypeOf<BodyOf<Me, 200>>().toMatchObjectType<{ id: number; email: string; verified: boolean; created_at: string }>();
+    expectTypeOf<BodyOf<Me, 200>>().toMatchObjectType<{
+      id: number;
+      email: string;
+      verified: boolean;
+      created_at: string;
+      mfa: { totp: boolean; recovery_codes_remaining: number };
+    }>();
   });
 
   it("types a created and a read note as the note JSON", () => {
@@ -54,7 +64,10 @@ describe("typed client", () => {
 
   it("tells the answers apart by status", async () => {
     const login = await api.auth.login.$post({ json: { email: `nobody-${crypto.randomUUID()}@example.com`, password: "correct horse battery" } });
-    if (login.status === 200) expectTypeOf(await login.json()).toHaveProperty("refresh_token");
+    if (login.status === 200) {
+      const body = await login.json();
+      if (!("mfa_required" in body)) expectTypeOf(body).toHaveProperty("refresh_token");
+    }
     expect(login.status).toBe(401);
     if (login.status === 401) {
       const text = await login.text();
