@@ -32,9 +32,12 @@ export const passwordChecked = {
   ...bearerErrors,
   "401": {
     ...text(
-      "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password), or a wrong password",
+      "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password or code), a wrong password, " +
+        "or, while two-factor authentication is on, a missing or wrong `code`",
       AuthMessage.invalidAccessToken,
       AuthMessage.wrongPassword,
+      AuthMessage.mfaCodeRequired,
+      AuthMessage.invalidMfaCode,
     ),
     headers: { "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } } },
   },

@@ -363,14 +363,14 @@ describe("DELETE /auth/sessions/{id} and DELETE /auth/sessions", () => {
 });
 
 describe("GET /auth/me", () => {
-  it("answers the caller's id, e-mail, verified flag and creation time", async () => {
+  it("answers the caller's id, e-mail, verified flag, creation time and second factor", async () => {
     const email = await verifiedAccount();
     const { token } = await logIn(email);
     const user = await storedUser(email);
     expect(await jsonOf(await me(token))).toEqual({
       status: 200,
       type: JSON_TYPE,
-      body: { id: user!.id, email, verified: true, created_at: new Date(user!.createdAt).toISOString() },
+      body: { id: user!.id, email, verified: true, created_at: new Date(user!.createdAt).toISOString(), mfa: { totp: false, recovery_codes_remaining: 0 } },
     });
   });
 });
