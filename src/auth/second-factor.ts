@@ -1,7 +1,7 @@
 import { and, count, eq, lt, sql } from "drizzle-orm";
 import type { Config } from "../config";
 import { mfaFactors, mfaRecoveryCodes } from "../db/schema";
-import { open } from "../lib/secret-box";
+import { open, seal, sealedUnder } from "../lib/secret-box";
 import { sha256Hex } from "../lib/tokens";
 import { matchingStep } from "../lib/totp";
 import type { Database } from "../types";
@@ -64,7 +64,16 @@ export async function acceptTotp(db: Database, config: Pick<Config, "mfaKeys">, 
     .set({ lastUsedStep: step })
     .where(and(eq(mfaFactors.userId, userId), eq(mfaFactors.status, "active"), lt(mfaFactors.lastUsedStep, step)))
     .returning({ userId: mfaFactors.userId });
-  return claimed !== undefined;
+  if (!claimed) return false;
+  // After a key rotation, each secret is sealed again under the current key the first time it is used.
+  const current = config.mfaKeys[0]!;
+  if (!(await sealedUnder(sealedSecret, current))) {
+    await db
+      .update(mfaFactors)
+      .set({ sealedSecret: await seal(secret, current) })
+      .where(and(eq(mfaFactors.userId, userId), eq(mfaFactors.sealedSecret, sealedSecret)));
+  }
+  return true;
 }
 
 /** Uses up a recovery code of the account (one conditional DELETE); the number left, or undefined when it was not one. */

@@ -53,3 +53,8 @@ export async function open(box: string, secrets: readonly string[]): Promise<Uin
   }
   return undefined;
 }
+
+/** Whether `box` was sealed under `secret` (and so needs no sealing again after a rotation). */
+export async function sealedUnder(box: string, secret: string): Promise<boolean> {
+  return box.split(".")[1] === (await keyOf(secret)).id;
+}
