@@ -95,7 +95,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 // Bounded in time: a hard limit well above what the settings need, whatever hangs.
-const scenarioCount = 15;
+const scenarioCount = 16;
 const largeSeconds = opts.largeCounts.reduce((sum, n) => sum + n, 0) * (opts.largeReps + 1) * 0.05;
 const expectedSeconds = 120 + scenarioCount * (2 * opts.warmup + 2 * opts.pairs * opts.duration + 30) + largeSeconds + 300;
 const watchdog = setTimeout(() => {
@@ -266,6 +266,28 @@ function listScenario(size: number, seed: Seed = "numbered"): Scenario {
   };
 }
 
+/**
+ * `GET /notes` with the list's own ETag in If-None-Match: a poll answered 304 from the notes' version
+ * alone. No floor: compare its req/s with GET /notes/{id}'s (the performance issue: about a single read).
+ */
+function pollScenario(size: number): Scenario {
+  let etag = "";
+  return {
+    key: `poll-${size}`,
+    title: "GET /notes with If-None-Match",
+    detail: `${size.toLocaleString("en-US")} notes, 304`,
+    expectStatus: 304,
+    withFloor: false,
+    d1Target: 1,
+    setup: async (rt) => {
+      await seedNotes(rt, size);
+      idRange = undefined;
+      etag = (await send(rt.urls.app, { method: "GET", path: "/notes" })).headers.etag ?? "";
+    },
+    request: () => ({ method: "GET", path: "/notes", headers: { "If-None-Match": etag } }),
+  };
+}
+
 /** The notes a search scenario searches (the seeded notes: "Seeded note N", "Short content of seeded note number N."). */
 const SEARCH_NOTES = 10_000;
 let searchSeeded = false;
@@ -415,6 +437,7 @@ function scenarios(): Scenario[] {
     searchScenario("search-10000-common", "a word every note holds: ranks all 10,000, answers the best 20", () => "seeded"),
     listScenario(opts.listSizes[0]),
     listScenario(opts.listSizes[1]),
+    pollScenario(opts.listSizes[1]),
     listScenario(opts.listSizes[1], "copies"),
     {
       key: "register",

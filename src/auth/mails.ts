@@ -61,6 +61,6 @@ export function sendMfaDisabledNotice(mailer: Mailer, to: string): Promise<void>
 
 /** A recovery code was used, and how many are left. */
 export function sendRecoveryCodeUsedNotice(mailer: Mailer, to: string, left: number): Promise<void> {
-  const text = `A recovery code was used to sign in to your account. ${left} recovery codes are left. If this was not you, reset your password at once.`;
+  const text = `A recovery code of your account was used. ${left} recovery codes are left. If this was not you, reset your password at once.`;
   return sendEmail(mailer, { to, subject: "Recovery Code Used", text }, "recovery_code_used");
 }
