@@ -30,6 +30,15 @@ import { MFA_TOKEN_TTL_MS, MFA_TOKEN_TRIES, openSession } from "./gate";
  * continues a session that passed the gate.
  */
 
+/** The answer that shows a new set of recovery codes, once. */
+const recoveryCodesAnswer = (description: string) =>
+  json(description, {
+    type: "object",
+    required: ["recovery_codes"],
+    properties: { recovery_codes: { type: "array", items: { type: "string" }, minItems: RECOVERY_CODE_COUNT, maxItems: RECOVERY_CODE_COUNT } },
+  });
+const wrongCode = text("Wrong code, or an invalid access token", AuthMessage.invalidMfaCode, AuthMessage.invalidAccessToken);
+
 const codeRules = `6 digits, 30-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
 
 export const mfa = new Hono<AppEnv>()
@@ -86,13 +95,9 @@ export const mfa = new Hono<AppEnv>()
       description: `With a current code of the app (${codeRules}): the factor is on, ${RECOVERY_CODE_COUNT} recovery codes are answered (shown once), and a notice is mailed.`,
       requestExample: { code: "123456" },
       responses: {
-        "200": json("On", {
-          type: "object",
-          required: ["recovery_codes"],
-          properties: { recovery_codes: { type: "array", items: { type: "string" }, minItems: RECOVERY_CODE_COUNT, maxItems: RECOVERY_CODE_COUNT } },
-        }),
+        "200": recoveryCodesAnswer("On"),
         "400": text("Missing or malformed code, or no enrolment pending", AuthMessage.codeRequired, AuthMessage.codeString, AuthMessage.noPendingFactor, ...badJson),
-        "401": text("Wrong code, or an invalid access token", AuthMessage.invalidMfaCode, AuthMessage.invalidAccessToken),
+        "401": wrongCode,
         ...accountErrors,
       },
     }),
@@ -184,9 +189,9 @@ export const mfa = new Hono<AppEnv>()
       description: `With a current code of the app: ${RECOVERY_CODE_COUNT} new recovery codes (shown once); the old ones die.`,
       requestExample: { code: "123456" },
       responses: {
-        "200": json("The new codes", { type: "object", required: ["recovery_codes"], properties: { recovery_codes: { type: "array", items: { type: "string" } } } }),
+        "200": recoveryCodesAnswer("The new codes"),
         "400": text("Missing or malformed code", AuthMessage.codeRequired, AuthMessage.codeString, AuthMessage.mfaNotActive, ...badJson),
-        "401": text("Wrong code, or an invalid access token", AuthMessage.invalidMfaCode, AuthMessage.invalidAccessToken),
+        "401": wrongCode,
         ...accountErrors,
       },
     }),
