@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, ne, sql } from "drizzle-orm";
-import { deploymentWindows, deviceLoginFailures, emailChangeReverts, idempotencyKeys, noteClocks, noteTombstones, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
+import { deploymentWindows, deviceLoginFailures, emailChangeReverts, idempotencyKeys, mfaChallenges, noteClocks, noteTombstones, loginFailures, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "./db/schema";
 import { TOMBSTONES_KEPT_MS } from "./notes/changes";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./notes/idempotency";
 import { createLogger } from "./lib/log";
@@ -17,7 +17,7 @@ const LOGIN_FAILURES_KEPT_MS = DAY;
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const log = createLogger({ event_source: "scheduled" });
-  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows, expiredReverts, , prunedTombstones] =
+  const [expiredSessions, staleLogins, staleDevices, usedUpCodes, expiredResets, staleResetMails, unverifiedAccounts, expiredIdempotencyKeys, staleWindows, expiredReverts, , prunedTombstones, expiredChallenges] =
     await db.batch([
     db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     db
@@ -58,6 +58,8 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
       .set({ prunedThrough: sql`max(${noteClocks.prunedThrough}, (SELECT max(${noteTombstones.seq}) FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, noteClocks.owner), lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))}))` })
       .where(sql`EXISTS (SELECT 1 FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, noteClocks.owner), lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))})`),
     db.delete(noteTombstones).where(lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS)).returning({ seq: noteTombstones.seq }),
+    // A second-factor challenge past its five minutes can no longer be answered.
+    db.delete(mfaChallenges).where(lte(mfaChallenges.expiresAt, now)).returning({ userId: mfaChallenges.userId }),
   ]);
   log.info("clean_up", {
     expiredSessions: expiredSessions.length,
@@ -71,5 +73,6 @@ export async function cleanUp(db: Database, now: number): Promise<void> {
     staleWindows: staleWindows.length,
     expiredEmailChangeReverts: expiredReverts.length,
     prunedTombstones: prunedTombstones.length,
+    expiredMfaChallenges: expiredChallenges.length,
   });
 }

@@ -46,6 +46,31 @@ describe("scheduled clean-up", () => {
   });
 });
 
+describe("what else runs out", () => {
+  it("deletes expired second-factor challenges and revert tokens, and named windows older than a day; keeps the live ones", async () => {
+    const userId = (await storedUser(await account()))!.id;
+    const now = Date.now();
+    const tag = crypto.randomUUID();
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO mfa_challenges (token_hash, user_id, checked_hash, expires_at) VALUES (?, ?, 'h', ?), (?, ?, 'h', ?)").bind(
+        `gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + MINUTE,
+      ),
+      env.DB.prepare("INSERT INTO email_change_reverts (token_hash, user_id, old_email, expires_at) VALUES (?, ?, 'a@example.com', ?), (?, ?, 'a@example.com', ?)").bind(
+        `gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + DAY,
+      ),
+      env.DB.prepare("INSERT INTO deployment_windows (name, window_start, count) VALUES (?, ?, 1), (?, ?, 1)").bind(`gone-${tag}`, now - 2 * DAY, `live-${tag}`, now - MINUTE),
+    ]);
+
+    await fireCron();
+    for (const table of ["mfa_challenges", "email_change_reverts"]) {
+      expect(await count(`SELECT count(*) AS n FROM ${table} WHERE token_hash = ?`, `gone-${tag}`)).toBe(0);
+      expect(await count(`SELECT count(*) AS n FROM ${table} WHERE token_hash = ?`, `live-${tag}`)).toBe(1);
+    }
+    expect(await count("SELECT count(*) AS n FROM deployment_windows WHERE name = ?", `gone-${tag}`)).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM deployment_windows WHERE name = ?", `live-${tag}`)).toBe(1);
+  });
+});
+
 describe("unverified accounts expire", () => {
   it("deletes an account still unverified 7 days after registering, with its codes; the address is free again", async () => {
     const expired = randomEmail("expired");
