@@ -38,6 +38,7 @@ import {
   bcryptLines,
   bundleLines,
   cpuLines,
+  featureLines,
   largeLines,
   latencySvg,
   markdown,
@@ -46,6 +47,7 @@ import {
   type BcryptTimings,
   type ChartPoint,
   type CpuRow,
+  type FeatureCost,
   type D1Count,
   type LargeListPoint,
   type ReadDuringList,
@@ -1214,12 +1216,100 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// What each feature of the notes' write path costs
+
+/** Writes of each kind per measurement. */
+const FEATURE_WRITES = 200;
+
+/** The triggers of each feature (drizzle/0007, drizzle/0012), dropped one feature at a time. */
+const FEATURE_TRIGGERS = {
+  clock: ["notes_clock_after_insert", "notes_clock_after_update", "notes_clock_after_unnumbered_insert", "notes_clock_after_unnumbered_update", "notes_tombstone_after_delete"],
+  search: ["notes_fts_after_insert", "notes_fts_after_delete", "notes_fts_after_update"],
+};
+
+/** Short notes written as the app writes them, one statement at a time: the median time and rows written of each kind. */
+async function writeCosts(rt: Runtime, numbered: boolean) {
+  const revision = numbered ? "coalesce((SELECT seq FROM note_clocks WHERE owner = 0), 0) + 1" : "0";
+  const out = { insert: [] as number[], insertRows: [] as number[], update: [] as number[], updateRows: [] as number[], remove: [] as number[], removeRows: [] as number[] };
+  const ids: unknown[] = [];
+  for (let i = 0; i < FEATURE_WRITES; i++) {
+    let started = performance.now();
+    const inserted = await rt.timedSql(
+      `INSERT INTO notes (title, content, created_at, revision) VALUES ('Feature ' || ?1, 'Written by the benchmark, short content.', 0, ${revision}) RETURNING id`,
+      i,
+    );
+    out.insert.push(performance.now() - started);
+    out.insertRows.push(inserted.rowsWritten);
+    ids.push(inserted.rows[0]!.id);
+    started = performance.now();
+    const updated = await rt.timedSql(
+      `UPDATE notes SET title = 'Patched ' || ?1, content = 'Updated by the benchmark.', revision = ${numbered ? revision.replace("owner = 0", "owner = coalesce(user_id, 0)") : "revision"} WHERE id = ?2`,
+      i,
+      inserted.rows[0]!.id,
+    );
+    out.update.push(performance.now() - started);
+    out.updateRows.push(updated.rowsWritten);
+  }
+  for (const id of ids) {
+    const started = performance.now();
+    const removed = await rt.timedSql("DELETE FROM notes WHERE id = ?1", id);
+    out.remove.push(performance.now() - started);
+    out.removeRows.push(removed.rowsWritten);
+  }
+  return out;
+}
+
+/**
+ * The cost of each feature on writes: every feature on, then without the changes feed's clock and
+ * tombstone triggers (revisions, ETags and the feed), then without the search index's too; and the
+ * Idempotency-Key through the app. Drops triggers: runs last, on a database the bench then throws away.
+ */
+async function featureCosts(rt: Runtime): Promise<FeatureCost[]> {
+  log("\nWhat each feature of the write path costs (short notes, one statement at a time)");
+  const all = await writeCosts(rt, true);
+  for (const name of FEATURE_TRIGGERS.clock) await rt.sql(`DROP TRIGGER IF EXISTS ${name}`);
+  const noClock = await writeCosts(rt, false);
+  for (const name of FEATURE_TRIGGERS.search) await rt.sql(`DROP TRIGGER IF EXISTS ${name}`);
+  const plain = await writeCosts(rt, false);
+  const rows: FeatureCost[] = [];
+  const add = (feature: string, on: typeof all, off: typeof all) => {
+    for (const [write, ms, written] of [
+      ["INSERT (POST)", "insert", "insertRows"],
+      ["UPDATE (PATCH)", "update", "updateRows"],
+      ["DELETE", "remove", "removeRows"],
+    ] as const) {
+      rows.push({ feature, write, withMs: median(on[ms]), withoutMs: median(off[ms]), withRows: median(on[written]), withoutRows: median(off[written]) });
+    }
+  };
+  add("revisions, ETags, the changes feed (clock and tombstone triggers)", all, noClock);
+  add("search index (FTS5 triggers)", noClock, plain);
+  for (const row of rows) {
+    log(`  ${row.feature}, ${row.write}: ${fmt(row.withMs, 3)} ms / ${row.withRows} rows with, ${fmt(row.withoutMs, 3)} ms / ${row.withoutRows} rows without`);
+  }
+
+  // The Idempotency-Key: CPU per POST with a new key each time, against the same POST without one.
+  const pids = workerdPids();
+  if (pids.length) {
+    const body = JSON.stringify({ title: "Bench note", content: "Written by the benchmark, short content." });
+    const withKey: number[] = [];
+    const withoutKey: number[] = [];
+    for (let rep = 0; rep < CPU_REPS; rep++) {
+      withKey.push(await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body, headers: { "Idempotency-Key": randomBytes(12).toString("hex") } }), 201, "POST with Idempotency-Key"));
+      withoutKey.push(await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body }), 201, "POST without Idempotency-Key"));
+    }
+    rows.push({ feature: "Idempotency-Key (CPU per request through the app, ms)", write: "POST /notes", withMs: median(withKey), withoutMs: median(withoutKey), withRows: Number.NaN, withoutRows: Number.NaN });
+    log(`  Idempotency-Key: ${fmt(median(withKey), 2)} ms of CPU per POST with a key, ${fmt(median(withoutKey), 2)} ms without`);
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
   const started = Date.now();
   const loadAtStart = loadavg().map((n) => Math.round(n * 100) / 100);
   const all = scenarios();
-  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "search-indexing", "bcrypt", "cpu"];
+  const known = [...all.map((s) => s.key), "list-chart", "large-notes", "read-during-list", "search-indexing", "bcrypt", "cpu", "features"];
   const unknown = (opts.only ?? []).filter((key) => !known.includes(key));
   if (unknown.length) throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${known.join(", ")}`);
   log(`[bench] ${opts.smoke ? "smoke mode: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s) of runs per scenario`);
@@ -1281,6 +1371,8 @@ async function main(): Promise<number> {
 
   let bcryptTimings: BcryptTimings | undefined;
   if (wants("bcrypt")) bcryptTimings = await timeBcrypt(rt, await seedLoginAccount(rt));
+  // Last: it drops triggers.
+  const featureRows = wants("features") ? await featureCosts(rt) : [];
 
   // Present results in a stable order: the scenario list's.
   const order = new Map(all.map((s, i) => [s.key, i]));
@@ -1328,6 +1420,7 @@ async function main(): Promise<number> {
     readsDuringList,
     bcrypt: bcryptTimings,
     cpu: cpuRows,
+    features: featureRows,
     logs: rt.logs,
     findings,
     observations,
@@ -1338,7 +1431,7 @@ async function main(): Promise<number> {
   await cleanup();
 
   log(`\n${textTable(report)}\n`);
-  for (const line of [...bundleLines(report), ...bcryptLines(report), ...cpuLines(report)]) log(line);
+  for (const line of [...bundleLines(report), ...bcryptLines(report), ...cpuLines(report), ...featureLines(report)]) log(line);
   for (const line of largeLines(report)) log(line);
   if (chart.length) log(`GET /notes latency by list size: ${chart.map((p) => `${p.size}: p50 ${fmt(p.p50)} / p99 ${fmt(p.p99)} ms`).join("; ")}`);
   if (observations.length) log(`\nObservations:\n${observations.map((o) => `- ${o}`).join("\n")}`);

@@ -131,6 +131,18 @@ export interface CpuRow {
   skipped?: string;
 }
 
+/** What one feature of the notes' write path costs per write (see the bench's featureCosts). */
+export interface FeatureCost {
+  feature: string;
+  write: string;
+  /** Statement time from Node, milliseconds, median: with the feature and without it. */
+  withMs: number;
+  withoutMs: number;
+  /** Rows written per statement (meta.rows_written), with and without. */
+  withRows: number;
+  withoutRows: number;
+}
+
 export interface BundleInfo {
   bytes: number;
   gzipBytes: number;
@@ -165,6 +177,7 @@ export interface Results {
   readsDuringList: ReadDuringList | undefined;
   bcrypt: BcryptTimings | undefined;
   cpu: CpuRow[];
+  features: FeatureCost[];
   logs: { byLevel: Record<string, number>; errors: string[] };
   /** Targets missed and limits crossed. */
   findings: string[];
@@ -337,6 +350,20 @@ export function largeLines(results: Results): string[] {
   return lines;
 }
 
+/** The feature-cost table. */
+export function featureLines(results: Results): string[] {
+  if (!results.features.length) return [];
+  return [
+    "| Feature | Write | with: ms / rows written | without: ms / rows written | adds |",
+    "|---|---|---:|---:|---|",
+    ...results.features.map(
+      (f) =>
+        `| ${f.feature} | ${f.write} | ${fmt(f.withMs, 3)} / ${fmt(f.withRows, 1)} | ${fmt(f.withoutMs, 3)} / ${fmt(f.withoutRows, 1)} | ` +
+        `${fmt(f.withMs - f.withoutMs, 3)} ms, ${fmt(f.withRows - f.withoutRows, 1)} rows |`,
+    ),
+  ];
+}
+
 /** The CPU table: per endpoint, ours and the floor's, against the Free plan's 10 ms. */
 export function cpuLines(results: Results): string[] {
   if (!results.cpu.length) return [];
@@ -445,6 +472,14 @@ floor and the empty worker. Locally D1 runs inside the same process, so each fig
 Cloudflare does not bill to the Worker: an upper bound. "floor" is the bare worker doing the same work.
 
 ${cpuLines(results).join("\n") || "Not measured in this run."}
+
+## What each feature of the write path costs
+
+Short notes written one statement at a time straight to D1 (200 of each, medians of the time from Node, round trip
+included), with every feature on, then with the feature's triggers dropped (the bench's database is thrown away
+afterwards); rows written are D1's \`meta.rows_written\` (index entries included). The idempotency key is measured through the app (CPU per request, as above).
+
+${featureLines(results).join("\n") || "Not measured in this run."}
 
 ## bcrypt and login
 

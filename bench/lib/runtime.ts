@@ -36,7 +36,7 @@ export interface Runtime {
   /** D1 from Node, through Miniflare: migrations and seeding. */
   sql(query: string, ...params: unknown[]): Promise<Record<string, unknown>[]>;
   /** The same, with the time D1 reports for running the statement (`meta.duration`, milliseconds). */
-  timedSql(query: string, ...params: unknown[]): Promise<{ rows: Record<string, unknown>[]; durationMs: number }>;
+  timedSql(query: string, ...params: unknown[]): Promise<{ rows: Record<string, unknown>[]; durationMs: number; rowsWritten: number }>;
   logs: LogTally;
   migrations: string[];
   /** The settings the workers run with (the JWT secret masked), for the report. */
@@ -45,7 +45,7 @@ export interface Runtime {
 }
 
 interface D1Like {
-  prepare(query: string): { bind(...values: unknown[]): { all(): Promise<{ results: Record<string, unknown>[]; meta: { duration: number } }> } };
+  prepare(query: string): { bind(...values: unknown[]): { all(): Promise<{ results: Record<string, unknown>[]; meta: { duration: number; rows_written?: number } }> } };
   batch(statements: unknown[]): Promise<unknown>;
 }
 
@@ -174,7 +174,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
     const sql = async (query: string, ...params: unknown[]) => (await db.prepare(query).bind(...params).all()).results;
     const timedSql = async (query: string, ...params: unknown[]) => {
       const { results, meta } = await db.prepare(query).bind(...params).all();
-      return { rows: results, durationMs: meta.duration };
+      return { rows: results, durationMs: meta.duration, rowsWritten: meta.rows_written ?? 0 };
     };
 
     // The migrations wrangler would apply (`wrangler d1 migrations apply`): every .sql file of
