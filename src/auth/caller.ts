@@ -1,8 +1,8 @@
 import { and, eq, gt, sql, type SQL } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
+import { compile, rowsOf, type Bound, type Placeholders, type Statement } from "../db/compiled";
 import { sessions } from "../db/schema";
 import { verifyAccessToken, type AccessClaims } from "../lib/tokens";
 import type { AppEnv, Database } from "../types";
@@ -16,36 +16,55 @@ import { AuthMessage } from "./messages";
 /** The environment of a handler behind requireAccessToken: `c.var.caller` is always set there. */
 export type CallerEnv = AppEnv & { Variables: { caller: AccessClaims } };
 
+/** A caller as a statement names it: its values, or a compiled statement's placeholders for them (db/compiled.ts). */
+export interface CallerRef {
+  sessionId: string | SQL<string>;
+  userId: number | SQL<number>;
+}
+
+/** The values of a compiled statement that acts for a caller at a time: its session, its user, and `now`. */
+export type CallerValues = AccessClaims & { now: number };
+
 /** The caller's session row, as long as it is live (a condition on `sessions`). */
-export function callerSession(caller: AccessClaims, now: number): SQL {
+export function callerSession(caller: CallerRef, now: number | SQL<number>): SQL {
   return and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId), gt(sessions.expiresAt, now))!;
 }
 
 /** The condition that the caller's session is live: part of every statement a session authorizes. */
-export function liveSession(caller: AccessClaims, now: number): SQL {
+export function liveSession(caller: CallerRef, now: number | SQL<number>): SQL {
   return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${callerSession(caller, now)})`;
 }
 
 /** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
-export function sessionCheck(db: Database, caller: AccessClaims, now: number) {
+export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<number>) {
   return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
+}
+
+const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));
+
+/**
+ * A compiled statement in its two shapes: for no caller (public notes: the values and `now`), and for a
+ * caller (the values, the caller's session and user, and `now`). Bound to the request's client.
+ */
+export function forCaller<Values extends object, Row>(shapes: {
+  public: Statement<Values & { now: number }, Row>;
+  private: Statement<Values & CallerValues, Row>;
+}) {
+  return (db: Database, caller: AccessClaims | undefined, now: number, values: Values): Bound<Row> =>
+    caller ? shapes.private(db.$client, { ...values, ...caller, now }) : shapes.public(db.$client, { ...values, now });
 }
 
 /**
  * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
- * result, or undefined when the session is not live (the caller gets a 401, whatever the query found).
+ * rows, or undefined when the session is not live (the caller gets a 401, whatever the query found).
  * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
- * D1 runs as a transaction).
+ * D1 runs as a transaction). The notes area's statements are compiled once (db/compiled.ts), this check too.
  */
-export async function asCaller<Q extends BatchItem<"sqlite"> & PromiseLike<unknown>>(
-  db: Database,
-  caller: AccessClaims | undefined,
-  now: number,
-  query: Q,
-): Promise<Q["_"]["result"] | undefined> {
-  if (!caller) return (await query);
-  const [live, result] = await db.batch([sessionCheck(db, caller, now), query]);
-  return live.length > 0 ? result : undefined;
+export async function asCaller<Row>(db: Database, caller: AccessClaims | undefined, now: number, query: Bound<Row>): Promise<Row[] | undefined> {
+  if (!caller) return rowsOf(query);
+  const check = compiledSessionCheck(db.$client, { ...caller, now });
+  const [live, result] = await db.$client.batch([check.statement, query.statement]);
+  return live!.results.length > 0 ? query.rows(result!) : undefined;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { forCaller, type CallerValues } from "../auth/caller";
+import { compile, type Placeholders } from "../db/compiled";
 import { noteClocks, notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import { NoteMessage } from "./schemas";
@@ -103,11 +105,17 @@ export function writePrecondition(c: Context, required: boolean): Precondition |
  * public notes every clock together (the public list shows every note, whoever wrote it). It moves on with
  * every create, change and delete, so a list's ETag made of it changes whenever the list may have.
  */
-export function listVersion(owner: number | undefined): SQL<number> {
+export function listVersion(owner: number | SQL<number> | undefined): SQL<number> {
   return owner !== undefined
     ? sql<number>`coalesce((SELECT ${noteClocks.seq} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0)`
     : sql<number>`coalesce((SELECT sum(${noteClocks.seq}) FROM ${noteClocks}), 0)`;
 }
+
+/** The version alone (a poll: the list's ETag without reading a note), compiled once per isolate. */
+export const readListVersion = forCaller({
+  public: compile((db, _p: Placeholders<{ now: number }>) => db.select({ version: listVersion(undefined).as("version") }).from(sql`(SELECT 1)`)),
+  private: compile((db, p: Placeholders<CallerValues>) => db.select({ version: listVersion(p.userId).as("version") }).from(sql`(SELECT 1)`)),
+});
 
 /** The ETag of a list (or a page of it: `limit` and `after`) at `version`. */
 export function listETag(version: number, limit: number | undefined, after: number | undefined): string {

@@ -1,5 +1,6 @@
 import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
-import { asCaller } from "../auth/caller";
+import { asCaller, forCaller, type CallerValues } from "../auth/caller";
+import { compile, rowsOf, type Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/tokens";
@@ -33,7 +34,7 @@ const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
 const MIN_CHUNK_ROWS = 100;
 
 /** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(owner: number | undefined): SQL | undefined {
+export function ownedBy(owner: number | SQL<number> | undefined): SQL | undefined {
   return owner === undefined ? undefined : eq(notes.userId, owner);
 }
 
@@ -45,7 +46,7 @@ export interface ListRange {
 }
 
 /** The whole list's range. */
-const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER };
+export const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER };
 
 /** One chunk as SQLite returns it. */
 export interface Chunk {
@@ -64,6 +65,9 @@ export interface Chunk {
   version: number;
 }
 
+/** The values of a chunk query: the range, the page's notes (`rows`) and the chunk's bytes (`budget`). */
+type ChunkValues = ListRange & { rows: number; budget: number };
+
 /**
  * The next chunk of the list in one statement. The first `rows` notes of the range (the page) are sized
  * from their stored lengths alone (SQLite reads a value's length from the row header, without its
@@ -76,18 +80,17 @@ export interface Chunk {
  * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the
  * (user_id, id) index.
  *
- * An ordinary Drizzle query: the first chunk goes into a `db.batch()` with the check of the caller's
- * session.
+ * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first chunk runs
+ * in one round trip with the check of the caller's session.
  */
-export function chunkQuery(db: Database, owner: number | undefined, range: ListRange, rows: number, budget: number) {
-  const { after, upTo } = range;
-  const within = (lo: number | SQL, hi: number | SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
+function chunkOf(db: Database, p: Placeholders<ChunkValues>, owner?: SQL<number>) {
+  const within = (lo: SQL, hi: SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
   const page = sql`SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
-    FROM ${notes} WHERE ${within(after, upTo)} ORDER BY ${notes.id} LIMIT ${rows}`;
+    FROM ${notes} WHERE ${within(p.after, p.upTo)} ORDER BY ${notes.id} LIMIT ${p.rows}`;
   const cut = sql`(
     SELECT
-      CASE WHEN bytes <= ${budget} THEN page_last ELSE (
-        SELECT coalesce(max(id) FILTER (WHERE reach <= ${budget}), min(id))
+      CASE WHEN bytes <= ${p.budget} THEN page_last ELSE (
+        SELECT coalesce(max(id) FILTER (WHERE reach <= ${p.budget}), min(id))
         FROM (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${page}))
       ) END AS last,
       page_last, page_count, bytes
@@ -95,17 +98,22 @@ export function chunkQuery(db: Database, owner: number | undefined, range: ListR
   ) AS cut`;
   return db
     .select({
-      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${within(after, sql`cut.last`)})`,
-      last: sql<number | null>`last`,
-      pageLast: sql<number | null>`page_last`,
-      pageCount: sql<number>`page_count`,
-      pageBytes: sql<number | null>`bytes`,
-      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`cut.page_last`, upTo)})`,
+      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${within(p.after, sql`cut.last`)})`.as("items"),
+      last: sql<number | null>`last`.as("last"),
+      pageLast: sql<number | null>`page_last`.as("pageLast"),
+      pageCount: sql<number>`page_count`.as("pageCount"),
+      pageBytes: sql<number | null>`bytes`.as("pageBytes"),
+      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`cut.page_last`, p.upTo)})`.as("beyondPage"),
       // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
-      version: listVersion(owner),
+      version: listVersion(owner).as("version"),
     })
     .from(cut);
 }
+
+export const chunkQuery = forCaller({
+  public: compile((db, p: Placeholders<ChunkValues & { now: number }>) => chunkOf(db, p)),
+  private: compile((db, p: Placeholders<ChunkValues & CallerValues>) => chunkOf(db, p, p.userId)),
+});
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
 function isTooBig(err: unknown): boolean {
@@ -147,11 +155,12 @@ export async function listNotes(
   now: number,
   page: { limit: number; after: number | undefined } | undefined,
 ): Promise<NotesList | undefined> {
-  const owner = caller?.userId;
   /** One chunk; `check` puts the caller's session check in the same round trip (the first chunk). */
   const fetchChunk = async (range: ListRange, rows: number, check = false): Promise<Chunk | undefined> => {
-    const read = (budget: number) =>
-      check ? asCaller(db, caller, now, chunkQuery(db, owner, range, rows, budget)) : chunkQuery(db, owner, range, rows, budget);
+    const read = (budget: number) => {
+      const query = chunkQuery(db, caller, now, { ...range, rows, budget });
+      return check ? asCaller(db, caller, now, query) : rowsOf(query);
+    };
     try {
       return (await read(LIST_CHUNK_BYTES))?.[0];
     } catch (err) {

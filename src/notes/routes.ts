@@ -1,4 +1,3 @@
-import { sql } from "drizzle-orm";
 import { Hono, type Context, type TypedResponse } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -24,7 +23,7 @@ import {
 } from "./docs";
 import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
 import { listNotes } from "./list";
-import { etagListed, etagOf, listETag, listVersion, matches, readETags, writePrecondition } from "./conditional";
+import { etagListed, etagOf, listETag, matches, readETags, readListVersion, writePrecondition } from "./conditional";
 import { notesUnauthorized, requireNotesAuth, type NotesEnv } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
 import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
@@ -62,7 +61,7 @@ function preconditionFailed(c: Context, revision: number) {
  */
 async function whyNotWritten(c: Context<NotesEnv>, id: number, now: number) {
   const { db, caller } = c.var;
-  const found = await asCaller(db, caller, now, readNote(db, id, caller));
+  const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
   if (!found) return notesUnauthorized(c);
   return found[0] ? preconditionFailed(c, found[0].revision) : notFound(c);
 }
@@ -129,7 +128,7 @@ export const notesApp = new Hono<AppEnv>()
     // A poll that sends the list's ETag back is answered from the version alone, without reading a note.
     const ifNoneMatch = readETags(c, "If-None-Match");
     if (ifNoneMatch) {
-      const found = await asCaller(db, caller, now, db.select({ version: listVersion(caller?.userId) }).from(sql`(SELECT 1)`));
+      const found = await asCaller(db, caller, now, readListVersion(db, caller, now, {}));
       if (!found) return notesUnauthorized(c);
       const etag = listETag(found[0]!.version, limit, after);
       if (etagListed(ifNoneMatch, etag)) return notModified(c, etag);
@@ -220,7 +219,7 @@ export const notesApp = new Hono<AppEnv>()
     const { db, caller } = c.var;
     const now = Date.now();
     const ifNoneMatch = readETags(c, "If-None-Match");
-    const found = await asCaller(db, caller, now, readNote(db, id, caller));
+    const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
     if (!found) return notesUnauthorized(c);
     const note = found[0];
     if (!note) return notFound(c);
@@ -263,7 +262,7 @@ export const notesApp = new Hono<AppEnv>()
     const now = Date.now();
     // An empty change is a read, not a write of the same values: its If-Match is checked on what it read.
     if (title === undefined && content === undefined) {
-      const found = await asCaller(db, caller, now, readNote(db, id, caller));
+      const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
       if (!found) return notesUnauthorized(c);
       const note = found[0];
       if (!note) return notFound(c);

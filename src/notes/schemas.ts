@@ -1,4 +1,5 @@
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import * as v from "valibot";
 import { notes } from "../db/schema";
 import { badRequest } from "../lib/http";
@@ -152,4 +153,9 @@ function isoTimestamp(ms: SQLWrapper): SQL {
  * in the same order, the same escapes (`\"`, `\\`, the short forms `\n`, `\t`, ... and `\u001f` for the other
  * control characters, everything else as UTF-8). Tests hold the two to each other.
  */
-export const noteJsonText = sql<string>`json_object('id', ${notes.id}, 'title', ${notes.title}, 'content', ${notes.content}, 'created_at', ${isoTimestamp(notes.createdAt)})`;
+const noteJson = sql`json_object('id', ${notes.id}, 'title', ${notes.title}, 'content', ${notes.content}, 'created_at', ${isoTimestamp(notes.createdAt)})`;
+/**
+ * Written out once: the expression holds no value, and as one piece of text it costs a statement that
+ * shows it nothing to build, where its dozens of column references cost every statement that did.
+ */
+export const noteJsonText = sql.raw(new SQLiteSyncDialect().sqlToQuery(noteJson).sql) as SQL<string>;

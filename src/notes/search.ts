@@ -1,5 +1,6 @@
-import { and, sql } from "drizzle-orm";
-import { asCaller } from "../auth/caller";
+import { and, sql, type SQL } from "drizzle-orm";
+import { asCaller, forCaller, type CallerValues } from "../auth/caller";
+import { compile, type Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
@@ -54,24 +55,33 @@ export function matchExpression(q: string): string {
  * The FTS index drives the join (CROSS JOIN keeps SQLite from starting at the owner's notes instead), and
  * the owner is a filter on the matches: with NOTES_AUTH=required the caller's notes only.
  */
-export function searchQuery(db: Database, owner: number | undefined, match: string, limit: number, offset: number, budget: number) {
+function searchOf(db: Database, p: Placeholders<SearchValues>, owner?: SQL<number>) {
   const ranked = sql`SELECT ${notes.id} AS id, bm25(notes_fts, ${sql.raw(String(TITLE_WEIGHT))}, ${sql.raw(String(CONTENT_WEIGHT))}) AS score,
       octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
     FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
-    WHERE ${and(sql`notes_fts MATCH ${match}`, ownedBy(owner))}
-    ORDER BY score, id LIMIT ${limit + 1} OFFSET ${offset}`;
+    WHERE ${and(sql`notes_fts MATCH ${p.match}`, ownedBy(owner))}
+    ORDER BY score, id LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
   const page = sql`(
     SELECT id, row_number() OVER w AS n, sum(size) OVER w AS reach FROM (${ranked})
     WINDOW w AS (ORDER BY score, id ROWS UNBOUNDED PRECEDING)
   ) AS page CROSS JOIN ${notes} ON ${notes.id} = page.id`;
   return db
     .select({
-      n: sql<number>`page.n`,
-      json: sql<string | null>`CASE WHEN page.n <= ${limit} AND (page.n = 1 OR page.reach <= ${budget}) THEN ${noteJsonText} END`,
+      n: sql<number>`page.n`.as("n"),
+      json: sql<string | null>`CASE WHEN page.n <= ${p.limit} AND (page.n = 1 OR page.reach <= ${p.budget}) THEN ${noteJsonText} END`.as("json"),
     })
     .from(page)
     .orderBy(sql`page.n`);
 }
+
+/** The values of a search page's statement: the MATCH expression, the page and its byte budget. */
+type SearchValues = { match: string; limit: number; offset: number; budget: number };
+
+/** Compiled once per isolate for public notes and for one owner's (db/compiled.ts). */
+export const searchQuery = forCaller({
+  public: compile((db, p: Placeholders<SearchValues & { now: number }>) => searchOf(db, p)),
+  private: compile((db, p: Placeholders<SearchValues & CallerValues>) => searchOf(db, p, p.userId)),
+});
 
 /** A search page: the JSON array, and the `offset` of the next page when there is one. */
 export interface SearchPage {
@@ -91,7 +101,8 @@ export async function searchNotes(
   limit: number,
   offset: number,
 ): Promise<SearchPage | undefined> {
-  const rows = await asCaller(db, caller, now, searchQuery(db, caller?.userId, matchExpression(q), limit, offset, LIST_CHUNK_BYTES));
+  const query = searchQuery(db, caller, now, { match: matchExpression(q), limit, offset, budget: LIST_CHUNK_BYTES });
+  const rows = await asCaller(db, caller, now, query);
   if (!rows) return undefined;
   const items = rows.flatMap((row) => (row.json === null ? [] : [row.json]));
   return { body: `[${items.join(",")}]`, nextOffset: rows.length > items.length ? offset + items.length : undefined };

@@ -1,11 +1,10 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { count } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { notes } from "../../src/db/schema";
 import { createLogger } from "../../src/lib/log";
-import { chunkQuery, LIST_ABORTED, LIST_CHUNK_BYTES, listNotes } from "../../src/notes/list";
+import { rowsOf } from "../../src/db/compiled";
+import { chunkQuery, EVERY_ID, LIST_ABORTED, LIST_CHUNK_BYTES, listNotes } from "../../src/notes/list";
 import { call, callWithEnv, JSON_TYPE, jsonOf } from "../helpers";
 
 /** A note as the API renders it. */
@@ -395,8 +394,8 @@ describe("GET /notes on a database of its own", () => {
     const rows = seeds(mark, 3).map((row) => ({ ...row, content: "\u0001".repeat(LIST_CHUNK_BYTES / 3 - OVERHEAD - row.title.length) }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
-    const query = chunkQuery(drizzle(db()), undefined, { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER }, 100, LIST_CHUNK_BYTES);
-    const failure = await Promise.resolve(query).then(() => undefined, (err: unknown) => err);
+    const query = chunkQuery(drizzle(db()), undefined, Date.now(), { ...EVERY_ID, rows: 100, budget: LIST_CHUNK_BYTES });
+    const failure = await rowsOf(query).then(() => undefined, (err: unknown) => err);
     expect(String((failure as Error | undefined)?.cause)).toMatch(/string or blob too big: SQLITE_TOOBIG/);
 
     const response = await list();
@@ -453,12 +452,10 @@ describe("GET /notes on a database of its own", () => {
   it("lets a chunk's query share one D1 batch with another statement", async () => {
     const rows = seeds(marker("batch"), 3);
     await seedOneByOne(db(), rows);
-    const orm = drizzle(db());
-    const [[chunk], [total]] = await orm.batch([
-      chunkQuery(orm, undefined, { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER }, 100, LIST_CHUNK_BYTES),
-      orm.select({ n: count() }).from(notes),
-    ]);
-    expect(total).toEqual({ n: 3 });
+    const query = chunkQuery(drizzle(db()), undefined, Date.now(), { ...EVERY_ID, rows: 100, budget: LIST_CHUNK_BYTES });
+    const [chunkResult, totalResult] = await db().batch([query.statement, db().prepare("SELECT count(*) AS n FROM notes")]);
+    const [chunk] = query.rows(chunkResult!);
+    expect(totalResult!.results).toEqual([{ n: 3 }]);
     expect(chunk).toMatchObject({ pageCount: 3, beyondPage: 0 });
     expect(JSON.parse(`[${chunk!.items}]`)).toHaveLength(3);
   });
