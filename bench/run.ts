@@ -13,6 +13,7 @@
  * Exits non-zero when a request failed or answered an unexpected status (smoke mode is meant for CI).
  */
 import { execFileSync } from "node:child_process";
+import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
@@ -34,6 +35,7 @@ import {
 } from "./lib/load.ts";
 import { cpuNanoseconds, workerdPids } from "./lib/cpu.ts";
 import { readOptions, type Options } from "./lib/options.ts";
+import { profileWorker, summarizeProfile } from "./lib/profile.ts";
 import {
   bcryptLines,
   bundleLines,
@@ -235,11 +237,13 @@ interface Scenario {
 }
 
 /** The floor a scenario is measured against: the bare one, or the same-work one for NOTES_AUTH=required. */
-const floorUrl = (rt: Runtime, s: Scenario) => rt.urls[s.private ? "floorAuth" : "floor"];
+const floorWorker = (s: Scenario): WorkerName => (s.private ? "floorAuth" : "floor");
+const floorUrl = (rt: Runtime, s: Scenario) => rt.urls[floorWorker(s)];
 
 /** Our worker (or its counting build) as the scenario needs it: public notes, or NOTES_AUTH=required. */
-const ourUrl = (rt: Runtime, s: Scenario, counting = false) =>
-  rt.urls[s.private ? (counting ? "countingPrivate" : "appPrivate") : counting ? "counting" : "app"];
+const ourWorker = (s: Scenario, counting = false): WorkerName =>
+  s.private ? (counting ? "countingPrivate" : "appPrivate") : counting ? "counting" : "app";
+const ourUrl = (rt: Runtime, s: Scenario, counting = false) => rt.urls[ourWorker(s, counting)];
 
 let idRange: { lo: number; hi: number } | undefined;
 /** The single-note scenarios share one seed of opts.baseNotes notes (made by whichever runs first). */
@@ -594,6 +598,38 @@ async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, c
   });
 }
 
+/** A free loopback port, for workerd's inspector. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * `--profile`: one more run of the scenario's load on ours and on the floor, each while V8 samples that
+ * worker's isolate. Writes the profiles (open them in Chrome's DevTools, Performance tab) and prints the
+ * isolate's busy time per request and the functions that took most of it.
+ */
+async function profileScenario(rt: Runtime, s: Scenario, plan: LoadPlan): Promise<void> {
+  const dir = join(opts.outDir, "profiles");
+  mkdirSync(dir, { recursive: true });
+  const sides: [string, WorkerName][] = [["ours", ourWorker(s)]];
+  if (s.withFloor) sides.push(["floor", floorWorker(s)]);
+  for (const [who, worker] of sides) {
+    let run: RunStats | undefined;
+    const profile = await profileWorker(rt.inspectorPort!, worker, async () => {
+      run = await load(rt.urls[worker], s, plan, opts.duration);
+    });
+    const file = join(dir, `${s.key}-${who}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    const summary = summarizeProfile(profile);
+    log(`  profile of ${who} (${relative(root, file)}): isolate busy ${fmt((summary.busyMs / run!.requests) * 1000, 0)} µs per request over ${run!.requests} requests; most self time:`);
+    for (const row of summary.top) log(`    ${fmt(row.share * 100, 1).padStart(5)}%  ${fmt((row.ms / run!.requests) * 1000, 1).padStart(6)} µs/req  ${row.name}`);
+  }
+}
+
 async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   const name = s.detail ? `${s.title} (${s.detail})` : s.title;
   log(`\n${name}`);
@@ -627,6 +663,8 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
       log(`  ${who.padEnd(5)} ${pair}/${opts.pairs} ${describeRun(run)}`);
     }
   }
+
+  if (opts.profile) await profileScenario(rt, s, plan);
 
   const ratios = s.withFloor ? ours.map((o, i) => o.rps / floor[i]!.rps) : undefined;
   const ratio = ratios ? median(ratios) : undefined;
@@ -1317,8 +1355,8 @@ async function main(): Promise<number> {
   log(`[bench] bundling ${source} with wrangler deploy --dry-run ...`);
   const outDir = join(benchDir, ".out");
   const [app, counting]: [Bundle, Bundle] = await Promise.all([
-    buildBundle(root, join(outDir, "app"), undefined),
-    buildBundle(root, join(outDir, "counting"), "bench/counting-entry.ts"),
+    buildBundle(root, join(outDir, "app"), undefined, opts.profile ? false : undefined),
+    buildBundle(root, join(outDir, "counting"), "bench/counting-entry.ts", opts.profile ? false : undefined),
   ]);
   log(`[bench] bundle ${relative(root, app.mainPath)}: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
 
@@ -1329,6 +1367,7 @@ async function main(): Promise<number> {
     floorPath: join(benchDir, "floor-worker.js"),
     floorAuthPath: join(benchDir, "floor-auth-worker.js"),
     vars: { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) },
+    inspectorPort: opts.profile ? await freePort() : undefined,
   });
   runtime = rt;
   log(`[bench] workerd up: ours ${rt.urls.app}, counting ${rt.urls.counting}, floor ${rt.urls.floor}; migrations: ${rt.migrations.join(", ")}`);

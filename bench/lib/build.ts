@@ -44,9 +44,10 @@ function runWrangler(root: string, args: string[], timeoutMs: number): Promise<v
   });
 }
 
-export async function buildBundle(root: string, outDir: string, entry: string | undefined): Promise<Bundle> {
+/** `minify: false` keeps function names (for profiles); otherwise wrangler.toml's setting applies. */
+export async function buildBundle(root: string, outDir: string, entry: string | undefined, minify?: false): Promise<Bundle> {
   rmSync(outDir, { recursive: true, force: true });
-  const args = ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outDir];
+  const args = ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outDir, ...(minify === false ? ["--minify=false"] : [])];
   await runWrangler(root, args, 120_000);
 
   const files = readdirSync(outDir).filter((name) => /\.(m?js|wasm|bin|txt|html|sql)$/.test(name));

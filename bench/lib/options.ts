@@ -37,6 +37,11 @@ export interface Options {
   only: string[] | undefined;
   /** Where results.md, results.json and list-latency.svg go. */
   outDir: string;
+  /**
+   * Also profile each measured scenario's isolates (ours and the floor's) under load, with V8's sampler
+   * through workerd's inspector: the bundles are then built unminified, so that functions keep their names.
+   */
+  profile: boolean;
 }
 
 const USAGE = `npm run bench [-- options]      (every option also as an environment variable)
@@ -48,7 +53,9 @@ const USAGE = `npm run bench [-- options]      (every option also as an environm
   --chart-sizes=A,B,...   list sizes of the latency chart (default 100,1000,10000,100000)  BENCH_CHART_SIZES
   --large=A,B,...         numbers of 1 MiB notes to list (default 40,80,160,320)      BENCH_LARGE
   --only=KEY,KEY          run only these scenarios (keys as in results.json)           BENCH_ONLY
-  --out=DIR               where results go (default bench/, smoke: bench/.out/smoke)   BENCH_OUT`;
+  --out=DIR               where results go (default bench/, smoke: bench/.out/smoke)   BENCH_OUT
+  --profile               also take a CPU profile of ours and the floor per scenario   BENCH_PROFILE=1
+                          (unminified bundles; profiles and summaries in <out>/profiles)`;
 
 function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
   if (raw === undefined || raw.trim() === "") return fallback;
@@ -77,6 +84,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, benchDir: st
       large: { type: "string" },
       only: { type: "string" },
       out: { type: "string" },
+      profile: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -88,6 +96,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, benchDir: st
   const smoke = values.smoke === true || env.BENCH_SMOKE === "1" || env.BENCH_SMOKE === "true";
   const listSizes: [number, number] = smoke ? [20, 1_200] : [100, 10_000];
   const only = values.only ?? env.BENCH_ONLY;
+  const profile = values.profile === true || env.BENCH_PROFILE === "1" || env.BENCH_PROFILE === "true";
   return {
     smoke,
     duration: positive("duration", values.duration ?? env.BENCH_DURATION, smoke ? 1 : 10, false),
@@ -103,6 +112,8 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, benchDir: st
     loginPairs: smoke ? 6 : 100,
     bcryptReps: smoke ? 2 : 7,
     only: only ? only.split(",").map((key) => key.trim()).filter(Boolean) : undefined,
-    outDir: values.out ?? env.BENCH_OUT ?? (smoke ? `${benchDir}/.out/smoke` : benchDir),
+    // A profiled run's figures come from unminified bundles under a profiler: never the committed results.
+    outDir: values.out ?? env.BENCH_OUT ?? (smoke ? `${benchDir}/.out/smoke` : profile ? `${benchDir}/.out/profile` : benchDir),
+    profile,
   };
 }

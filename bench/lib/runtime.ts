@@ -33,6 +33,8 @@ export interface LogTally {
 
 export interface Runtime {
   urls: Record<WorkerName, string>;
+  /** workerd's inspector port, when it was asked for (RuntimeInput). */
+  inspectorPort: number | undefined;
   /** D1 from Node, through Miniflare: migrations and seeding. */
   sql(query: string, ...params: unknown[]): Promise<Record<string, unknown>[]>;
   /** The same, with the time D1 reports for running the statement (`meta.duration`, milliseconds). */
@@ -68,6 +70,8 @@ export interface RuntimeInput {
   floorAuthPath: string;
   /** Bindings that replace or add to wrangler.toml's [vars]. */
   vars: Record<string, string>;
+  /** Open workerd's inspector on this loopback port (for CPU profiles, see profile.ts). */
+  inspectorPort?: number;
 }
 
 /** The parts of wrangler's parsed config that the bench reads (wrangler's own type is a large union). */
@@ -124,6 +128,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
       resourcePersistencePath: persistDir,
       // A fixed placeholder for `request.cf`: Miniflare would otherwise fetch one from the internet.
       cf: false,
+      ...(input.inspectorPort ? { inspectorPort: input.inspectorPort } : {}),
       log: new Log(LogLevel.WARN),
       // The app logs one JSON line per event (e.g. "mail not configured" on every registration);
       // counted here instead of flooding the terminal.
@@ -189,6 +194,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
     const instance = mf;
     return {
       urls,
+      inspectorPort: input.inspectorPort,
       sql,
       timedSql,
       logs,
