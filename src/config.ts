@@ -34,6 +34,11 @@ export interface Config {
   mailDailyLimit: number;
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
+  /**
+   * LOG_REQUESTS: which answers get a `request` log line. "errors" (the default): those with a status of 400
+   * or more; "all": every answer. Workers Logs records every invocation (method, URL, status, time) anyway.
+   */
+  logRequests: "errors" | "all";
 }
 
 export const APP_NAME = "Notes API";
@@ -84,6 +89,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
+    logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")
       .map((origin) => origin.trim())
