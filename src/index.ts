@@ -9,7 +9,7 @@ import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient 
 import type { RegisteredRoute } from "./docs/openapi";
 import { docsRoutes } from "./docs/routes";
 import { corsPolicy } from "./lib/guards";
-import { errorResponse, isAccountsPath } from "./lib/http";
+import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { changesApp } from "./notes/changes";
@@ -56,7 +56,7 @@ const app = new Hono<AppEnv>()
     // Only what the database reports, once asked: an answer that asked it nothing carries no bookmark,
     // rather than the client's own value handed back as if the database had vouched for it (docs/api.md).
     const latest = asked() ? session.getBookmark() : null;
-    if (latest) c.header(BOOKMARK_HEADER, latest);
+    if (latest) setAnswerHeader(c, BOOKMARK_HEADER, latest);
   })
   .route("/auth", auth)
   .route("/notes", notesApp)

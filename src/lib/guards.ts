@@ -4,7 +4,7 @@ import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
 import { clientKey } from "./client-key";
-import { errorResponse, setRetryAfter } from "./http";
+import { errorResponse, setAnswerHeader, setRetryAfter } from "./http";
 import { MINUTE } from "./units";
 
 /** The period of both per-client limiters in wrangler.toml. */
@@ -21,7 +21,7 @@ export function clientRateLimit(
   message: string,
 ): MiddlewareHandler<AppEnv> {
   return createMiddleware<AppEnv>(async (c, next) => {
-    if (!c.var.config.clientRateLimits || !methods.includes(c.req.method)) return next();
+    if (!c.get("config").clientRateLimits || !methods.includes(c.req.method)) return next();
     const key = clientKey(c);
     const { success } = await limiter(c.env).limit({ key });
     if (!success) {
@@ -40,7 +40,7 @@ export function clientRateLimit(
 export function noStore(applies: (c: Context<AppEnv>) => boolean = () => true): MiddlewareHandler<AppEnv> {
   return createMiddleware<AppEnv>(async (c, next) => {
     await next();
-    if (applies(c)) c.header("Cache-Control", "no-store");
+    if (applies(c)) setAnswerHeader(c, "Cache-Control", "no-store");
   });
 }
 

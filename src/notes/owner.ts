@@ -20,11 +20,12 @@ export type NotesEnv = AppEnv & { Variables: { caller: AccessClaims | undefined 
  * spec's behaviour) notes are public and `caller` is undefined.
  */
 export const requireNotesAuth = createMiddleware<NotesEnv>(async (c, next) => {
-  if (c.var.config.notesAuth === "off") {
+  const config = c.get("config");
+  if (config.notesAuth === "off") {
     c.set("caller", undefined);
     return next();
   }
-  const caller = await bearerClaims(c.req.header("Authorization"), c.var.config.jwtSecret);
+  const caller = await bearerClaims(c.req.header("Authorization"), config.jwtSecret);
   if (!caller) return notesUnauthorized(c);
   c.set("caller", caller);
   await next();

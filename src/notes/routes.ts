@@ -79,7 +79,7 @@ export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
   // Private notes are personal data: not cached (public notes, as the contract has them, may be).
-  .use(noStore((c) => c.var.config.notesAuth === "required"))
+  .use(noStore((c) => c.get("config").notesAuth === "required"))
   .use(requireNotesAuth)
   .get(
     "/",
