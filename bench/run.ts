@@ -1297,30 +1297,72 @@ async function writeCosts(rt: Runtime, numbered: boolean) {
   return out;
 }
 
+/** Alternating runs per feature and state (with, without) of the through-the-app write loads. */
+const FEATURE_LOAD_PAIRS = 3;
+
+/**
+ * Each feature's cost on writes through the app under load: POST and PATCH /notes (the create-note and
+ * update-note scenarios' requests) with every trigger, and without the feature's, in alternating runs;
+ * the triggers are put back from their saved SQL after each run without them. Medians of requests/s.
+ */
+async function featureThroughput(rt: Runtime): Promise<Map<string, { withRps: number; withoutRps: number }>> {
+  const byKey = new Map(scenarios().map((s) => [s.key, s]));
+  const writes = [
+    ["INSERT (POST)", byKey.get("create-note")!],
+    ["UPDATE (PATCH)", byKey.get("update-note")!],
+  ] as const;
+  await ensureBaseNotes(rt);
+  const saved = (await rt.sql("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")) as { name: string; sql: string }[];
+  const restore = async (names: readonly string[]) => {
+    for (const { name, sql } of saved) if (names.includes(name)) await rt.sql(sql);
+  };
+  const out = new Map<string, { withRps: number; withoutRps: number }>();
+  const plan: LoadPlan = { mode: "duration", warmup: false, amount: undefined, timeout: 10 };
+  for (const [, s] of writes) await load(ourUrl(rt, s), s, plan, opts.warmup);
+  for (const [feature, triggers] of Object.entries(FEATURE_TRIGGERS)) {
+    const rps: Record<string, { with: number[]; without: number[] }> = {};
+    for (let pair = 0; pair < FEATURE_LOAD_PAIRS; pair++) {
+      for (const state of pair % 2 === 0 ? (["with", "without"] as const) : (["without", "with"] as const)) {
+        if (state === "without") for (const name of triggers) await rt.sql(`DROP TRIGGER IF EXISTS ${name}`);
+        for (const [write, s] of writes) ((rps[write] ??= { with: [], without: [] })[state]).push((await load(ourUrl(rt, s), s, plan, opts.duration)).rps);
+        if (state === "without") await restore(triggers);
+      }
+    }
+    for (const [write] of writes) {
+      const r = rps[write]!;
+      out.set(`${feature} ${write}`, { withRps: median(r.with), withoutRps: median(r.without) });
+      log(`  ${feature} triggers, ${write} through the app: ${fmt(median(r.with), 0)} req/s with, ${fmt(median(r.without), 0)} req/s without`);
+    }
+  }
+  return out;
+}
+
 /**
  * The cost of each feature on writes: every feature on, then without the changes feed's clock and
  * tombstone triggers (revisions, ETags and the feed), then without the search index's too; and the
  * Idempotency-Key through the app. Drops triggers: runs last, on a database the bench then throws away.
  */
 async function featureCosts(rt: Runtime): Promise<FeatureCost[]> {
-  log("\nWhat each feature of the write path costs (short notes, one statement at a time)");
+  log("\nWhat each feature of the write path costs (through the app under load, then short notes one statement at a time)");
+  const throughput = await featureThroughput(rt);
   const all = await writeCosts(rt, true);
   for (const name of FEATURE_TRIGGERS.clock) await rt.sql(`DROP TRIGGER IF EXISTS ${name}`);
   const noClock = await writeCosts(rt, false);
   for (const name of FEATURE_TRIGGERS.search) await rt.sql(`DROP TRIGGER IF EXISTS ${name}`);
   const plain = await writeCosts(rt, false);
   const rows: FeatureCost[] = [];
-  const add = (feature: string, on: typeof all, off: typeof all) => {
+  const add = (key: keyof typeof FEATURE_TRIGGERS, feature: string, on: typeof all, off: typeof all) => {
     for (const [write, ms, written] of [
       ["INSERT (POST)", "insert", "insertRows"],
       ["UPDATE (PATCH)", "update", "updateRows"],
       ["DELETE", "remove", "removeRows"],
     ] as const) {
-      rows.push({ feature, write, withMs: median(on[ms]), withoutMs: median(off[ms]), withRows: median(on[written]), withoutRows: median(off[written]) });
+      const loaded = throughput.get(`${key} ${write}`);
+      rows.push({ feature, write, withMs: median(on[ms]), withoutMs: median(off[ms]), withRows: median(on[written]), withoutRows: median(off[written]), ...loaded });
     }
   };
-  add("revisions, ETags, the changes feed (clock and tombstone triggers)", all, noClock);
-  add("search index (FTS5 triggers)", noClock, plain);
+  add("clock", "revisions, ETags, the changes feed (clock and tombstone triggers)", all, noClock);
+  add("search", "search index (FTS5 triggers)", noClock, plain);
   for (const row of rows) {
     log(`  ${row.feature}, ${row.write}: ${fmt(row.withMs, 3)} ms / ${row.withRows} rows with, ${fmt(row.withoutMs, 3)} ms / ${row.withoutRows} rows without`);
   }

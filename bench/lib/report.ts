@@ -141,6 +141,9 @@ export interface FeatureCost {
   /** Rows written per statement (meta.rows_written), with and without. */
   withRows: number;
   withoutRows: number;
+  /** The same write through the app under load (POST or PATCH /notes), requests/s with and without: medians of alternating runs. */
+  withRps?: number;
+  withoutRps?: number;
 }
 
 export interface BundleInfo {
@@ -354,12 +357,13 @@ export function largeLines(results: Results): string[] {
 export function featureLines(results: Results): string[] {
   if (!results.features.length) return [];
   return [
-    "| Feature | Write | with: ms / rows written | without: ms / rows written | adds |",
-    "|---|---|---:|---:|---|",
+    "| Feature | Write | with: ms / rows written | without: ms / rows written | adds | through the app: req/s with / without (change) |",
+    "|---|---|---:|---:|---|---:|",
     ...results.features.map(
       (f) =>
         `| ${f.feature} | ${f.write} | ${fmt(f.withMs, 3)} / ${fmt(f.withRows, 1)} | ${fmt(f.withoutMs, 3)} / ${fmt(f.withoutRows, 1)} | ` +
-        `${fmt(f.withMs - f.withoutMs, 3)} ms, ${fmt(f.withRows - f.withoutRows, 1)} rows |`,
+        `${fmt(f.withMs - f.withoutMs, 3)} ms, ${fmt(f.withRows - f.withoutRows, 1)} rows | ` +
+        `${f.withRps === undefined || f.withoutRps === undefined ? "-" : `${fmt(f.withRps, 0)} / ${fmt(f.withoutRps, 0)} (${fmt((f.withRps / f.withoutRps - 1) * 100, 1)}%)`} |`,
     ),
   ];
 }
@@ -477,7 +481,10 @@ ${cpuLines(results).join("\n") || "Not measured in this run."}
 
 Short notes written one statement at a time straight to D1 (200 of each, medians of the time from Node, round trip
 included), with every feature on, then with the feature's triggers dropped (the bench's database is thrown away
-afterwards); rows written are D1's \`meta.rows_written\` (index entries included). The idempotency key is measured through the app (CPU per request, as above).
+afterwards); rows written are D1's \`meta.rows_written\` (index entries included). The last column is the same write through
+the app under load (\`POST /notes\`, \`PATCH /notes/{id}\`, ${m.options.connections} connections): requests/s with the feature's triggers and
+without them, the medians of alternating runs (the triggers are put back after each run without). The idempotency key is
+measured through the app (CPU per request, as above).
 
 ${featureLines(results).join("\n") || "Not measured in this run."}
 
