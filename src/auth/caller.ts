@@ -2,7 +2,7 @@ import { and, eq, gt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
-import { compile, rowsOf, type Bound, type Placeholders, type Statement } from "../db/compiled";
+import { compile, rowsOf, type Bound, type Placeholders, type Query, type Statement } from "../db/compiled";
 import { sessions } from "../db/schema";
 import { verifyAccessToken, type AccessClaims } from "../lib/tokens";
 import type { AppEnv, Database } from "../types";
@@ -42,6 +42,9 @@ export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<
 
 const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));
 
+/** The check of the caller's session, compiled once, bound for this request: batch it with what it authorizes. */
+export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) => compiledSessionCheck(db.$client, { ...caller, now });
+
 /**
  * A compiled statement in its two shapes: for no caller (public notes: the values and `now`), and for a
  * caller (the values, the caller's session and user, and `now`). Bound to the request's client.
@@ -55,6 +58,19 @@ export function forCaller<Values extends object, Row>(shapes: {
 }
 
 /**
+ * The same, from one builder: `caller` is undefined for the public shape, the caller's placeholders for
+ * the private one.
+ */
+export function forCallerOf<Values extends object, Row>(
+  build: (db: Database, p: Placeholders<Values & { now: number }>, caller?: Placeholders<CallerValues>) => Query<Row>,
+) {
+  return forCaller<Values, Row>({
+    public: compile((db, p: Placeholders<Values & { now: number }>) => build(db, p)),
+    private: compile((db, p: Placeholders<Values & CallerValues>) => build(db, p, p)),
+  });
+}
+
+/**
  * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
  * rows, or undefined when the session is not live (the caller gets a 401, whatever the query found).
  * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
@@ -62,8 +78,7 @@ export function forCaller<Values extends object, Row>(shapes: {
  */
 export async function asCaller<Row>(db: Database, caller: AccessClaims | undefined, now: number, query: Bound<Row>): Promise<Row[] | undefined> {
   if (!caller) return rowsOf(query);
-  const check = compiledSessionCheck(db.$client, { ...caller, now });
-  const [live, result] = await db.$client.batch([check.statement, query.statement]);
+  const [live, result] = await db.$client.batch([sessionCheckOf(db, caller, now).statement, query.statement]);
   return live!.results.length > 0 ? query.rows(result!) : undefined;
 }
 

@@ -28,7 +28,7 @@ export interface Bound<Row> {
 export type Statement<Values, Row> = (client: D1Client, values: Values) => Bound<Row>;
 
 /** What `compile` takes: any Drizzle query (select, insert, update or delete with returning). */
-interface Query<Row> {
+export interface Query<Row> {
   toSQL(): { sql: string; params: unknown[] };
   _: { result: Row[] };
 }
@@ -50,8 +50,10 @@ const placeholders = new Proxy<Record<string, SQL>>({}, { get: (_, name) => sql`
 
 /**
  * Compiles `build`'s query on first use; the type of its placeholders names the values `bind` takes. The
- * query's fields must come back under their own names: a column keeps its name, an SQL expression needs
- * `.as(name)` (D1 keys each row by column name).
+ * query's fields must come back under their own names, since D1 keys each row by column name: a column
+ * whose SQL name is its field's (`revision: notes.revision`) does; any other field needs `.as(field)`
+ * (an SQL expression, or `requestHash`, whose column is `request_hash`). Values come back as SQLite
+ * holds them, without Drizzle's column modes (a timestamp is its number).
  */
 export function compile<Values extends object, Row>(
   build: (db: Database, p: Placeholders<Values>) => Query<Row>,

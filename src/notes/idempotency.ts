@@ -1,5 +1,6 @@
 import { and, eq, isNull, lte, sql } from "drizzle-orm";
-import { callerSession, sessionCheck } from "../auth/caller";
+import { callerSession, forCallerOf, sessionCheckOf, type CallerValues } from "../auth/caller";
+import type { Placeholders } from "../db/compiled";
 import { idempotencyKeys, notes, sessions } from "../db/schema";
 import { badRequest } from "../lib/http";
 import { sha256Hex, type AccessClaims } from "../lib/tokens";
@@ -71,76 +72,107 @@ export async function createOnce(
   content: string,
   now: number,
 ): Promise<CreateOnce> {
-  const hash = await requestHash(title, content);
-  const claim = crypto.randomUUID();
-  const thisKey = and(caller ? eq(idempotencyKeys.userId, caller.userId) : isNull(idempotencyKeys.userId), eq(idempotencyKeys.key, key));
-  const claimed = and(thisKey, eq(idempotencyKeys.claim, claim));
+  const values = { key, hash: await requestHash(title, content), claim: crypto.randomUUID(), title, content };
+  const read = readKey(db, caller, now, values);
+  const statements = [...[forget, claimKey, insertClaimed, storeAnswer].map((statement) => statement(db, caller, now, values).statement), read.statement];
+  const results = await db.$client.batch(caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements);
+  if (caller && results[0]!.results.length === 0) return { outcome: "unauthorized" };
+  const [row] = read.rows(results.at(-1)!);
 
-  const claimKey = caller
-    ? db
-        .insert(idempotencyKeys)
-        .select(
-          // Every column, in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
-          db
-            .select({
-              id: sql<number>`NULL`.as("id"),
-              userId: sessions.userId,
-              key: sql<string>`${key}`.as("key"),
-              requestHash: sql<string>`${hash}`.as("request_hash"),
-              claim: sql<string>`${claim}`.as("claim"),
-              response: sql<string | null>`NULL`.as("response"),
-              revision: sql<number | null>`NULL`.as("revision"),
-              createdAt: sql<number>`${now}`.as("created_at"),
-            })
-            .from(sessions)
-            .where(callerSession(caller, now)),
-        )
-        .onConflictDoNothing()
-    : db.insert(idempotencyKeys).values({ userId: null, key, requestHash: hash, claim, createdAt: now }).onConflictDoNothing();
+  // The claim was made in this batch unless the key was taken, so a row is always there.
+  if (!row) throw new Error("idempotency key row missing after its claim");
+  if (row.claim === values.claim && row.response !== null) return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
+  if (row.requestHash !== values.hash) return { outcome: "mismatch" };
+  if (row.response === null) return { outcome: "in_progress" };
+  return { outcome: "replayed", body: row.response, revision: row.revision ?? 0 };
+}
 
-  const statements = [
-    db.delete(idempotencyKeys).where(and(thisKey, lte(idempotencyKeys.createdAt, now - IDEMPOTENCY_KEY_TTL_MS))),
-    claimKey,
-    db.insert(notes).select(
+/** The values of the batch's statements: the key, the request's hash and this request's claim token, the note. */
+type KeyValues = { key: string; hash: string; claim: string; title: string; content: string };
+type P = Placeholders<KeyValues & { now: number }>;
+
+/** The caller's row of the key (or the public one). */
+const thisKey = (p: P, caller?: Placeholders<CallerValues>) =>
+  and(caller ? eq(idempotencyKeys.userId, caller.userId) : isNull(idempotencyKeys.userId), eq(idempotencyKeys.key, p.key));
+/** The same row, if this request's claim holds it. */
+const claimed = (p: P, caller?: Placeholders<CallerValues>) => and(thisKey(p, caller), eq(idempotencyKeys.claim, p.claim));
+
+/** 1. Forgets the key if it has expired. */
+const forget = forCallerOf((db, p: P, caller) =>
+  db
+    .delete(idempotencyKeys)
+    .where(and(thisKey(p, caller), lte(idempotencyKeys.createdAt, sql`${p.now} - ${IDEMPOTENCY_KEY_TTL_MS}`)))
+    .returning({ id: idempotencyKeys.id }),
+);
+
+/** 2. Claims it, with this request's token; with a caller only while the caller's session is live. */
+const claimKey = forCallerOf((db, p: P, caller) => {
+  const claimRow = { key: p.key, requestHash: p.hash, claim: p.claim, createdAt: p.now };
+  if (!caller) return db.insert(idempotencyKeys).values({ ...claimRow, userId: null }).onConflictDoNothing().returning({ id: idempotencyKeys.id });
+  return db
+    .insert(idempotencyKeys)
+    .select(
+      // Every column, in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
       db
         .select({
           id: sql<number>`NULL`.as("id"),
-          title: sql<string>`${title}`.as("title"),
-          content: sql<string>`${content}`.as("content"),
-          createdAt: sql<number>`${now}`.as("created_at"),
+          userId: sessions.userId,
+          key: sql<string>`${p.key}`.as("key"),
+          requestHash: sql<string>`${p.hash}`.as("request_hash"),
+          claim: sql<string>`${p.claim}`.as("claim"),
+          response: sql<string | null>`NULL`.as("response"),
+          revision: sql<number | null>`NULL`.as("revision"),
+          createdAt: sql<number>`${p.now}`.as("created_at"),
+        })
+        .from(sessions)
+        .where(callerSession(caller, caller.now)),
+    )
+    .onConflictDoNothing()
+    .returning({ id: idempotencyKeys.id });
+});
+
+/** 3. Inserts the note from the claim row carrying this request's token: only the winner creates. */
+const insertClaimed = forCallerOf((db, p: P, caller) =>
+  db
+    .insert(notes)
+    .select(
+      db
+        .select({
+          id: sql<number>`NULL`.as("id"),
+          title: sql<string>`${p.title}`.as("title"),
+          content: sql<string>`${p.content}`.as("content"),
+          createdAt: sql<number>`${p.now}`.as("created_at"),
           userId: idempotencyKeys.userId,
           revision: sql<number>`${nextRevision(sql`coalesce(${idempotencyKeys.userId}, ${PUBLIC_OWNER})`)}`.as("revision"),
         })
         .from(idempotencyKeys)
-        .where(claimed),
-    ),
-    // With AUTOINCREMENT the note just inserted has the highest id there is, within this transaction.
-    db
-      .update(idempotencyKeys)
-      .set({
-        response: sql`(SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
-        revision: sql`(SELECT ${notes.revision} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
-      })
-      .where(claimed),
-    db
-      .select({ claim: idempotencyKeys.claim, requestHash: idempotencyKeys.requestHash, response: idempotencyKeys.response, revision: idempotencyKeys.revision })
-      .from(idempotencyKeys)
-      .where(thisKey),
-  ] as const;
+        .where(claimed(p, caller)),
+    )
+    .returning({ id: notes.id }),
+);
 
-  let row: { claim: string; requestHash: string; response: string | null; revision: number | null } | undefined;
-  if (caller) {
-    const [live, , , , , found] = await db.batch([sessionCheck(db, caller, now), ...statements]);
-    if (live.length === 0) return { outcome: "unauthorized" };
-    row = found[0];
-  } else {
-    row = (await db.batch(statements))[4][0];
-  }
+/** 4. Stores the answer on the claim. With AUTOINCREMENT the note just inserted has the highest id there is, within this transaction. */
+const storeAnswer = forCallerOf((db, p: P, caller) =>
+  db
+    .update(idempotencyKeys)
+    .set({
+      response: sql`(SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
+      revision: sql`(SELECT ${notes.revision} FROM ${notes} WHERE ${notes.id} = (SELECT max(${notes.id}) FROM ${notes}))`,
+    })
+    .where(claimed(p, caller))
+    .returning({ id: idempotencyKeys.id }),
+);
 
-  // The claim was made in this batch unless the key was taken, so a row is always there.
-  if (!row) throw new Error("idempotency key row missing after its claim");
-  if (row.claim === claim && row.response !== null) return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
-  if (row.requestHash !== hash) return { outcome: "mismatch" };
-  if (row.response === null) return { outcome: "in_progress" };
-  return { outcome: "replayed", body: row.response, revision: row.revision ?? 0 };
-}
+/** 5. Reads the key's row, which tells this request whether it won, and what to replay otherwise. */
+const readKey = forCallerOf((db, p: P, caller) =>
+  db
+    .select({
+      claim: idempotencyKeys.claim,
+      // Rows come back keyed by column name: this column's is request_hash.
+      requestHash: sql<string>`${idempotencyKeys.requestHash}`.as("requestHash"),
+      response: idempotencyKeys.response,
+      revision: idempotencyKeys.revision,
+    })
+    .from(idempotencyKeys)
+    .where(thisKey(p, caller)),
+);

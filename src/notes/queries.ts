@@ -1,5 +1,5 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { callerSession, forCaller, liveSession, type CallerValues } from "../auth/caller";
+import { callerSession, forCaller, forCallerOf, liveSession, type CallerValues } from "../auth/caller";
 import { compile, type Placeholders } from "../db/compiled";
 import { notes, sessions } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
@@ -92,10 +92,7 @@ function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: Caller) 
     .where(and(thisNote(p.id, caller), revisionMatches(p.revisions)))
     .returning(noteAnswer);
 }
-const update = forCaller({
-  public: compile((db, p: Placeholders<UpdateValues & Now>) => updateOf(db, p)),
-  private: compile((db, p: Placeholders<UpdateValues & CallerValues>) => updateOf(db, p, p)),
-});
+const update = forCallerOf(updateOf);
 
 /**
  * Sets the given fields (null keeps a field as it is) in one statement, only while the note's revision
@@ -116,12 +113,9 @@ export function updateNote(
 }
 
 type DeleteValues = { id: number; revisions: string | null };
-const deleteOf = (db: Database, p: Placeholders<DeleteValues>, caller?: Caller) =>
-  db.delete(notes).where(and(thisNote(p.id, caller), revisionMatches(p.revisions))).returning({ id: notes.id });
-const remove = forCaller({
-  public: compile((db, p: Placeholders<DeleteValues & Now>) => deleteOf(db, p)),
-  private: compile((db, p: Placeholders<DeleteValues & CallerValues>) => deleteOf(db, p, p)),
-});
+const remove = forCallerOf((db, p: Placeholders<DeleteValues>, caller) =>
+  db.delete(notes).where(and(thisNote(p.id, caller), revisionMatches(p.revisions))).returning({ id: notes.id }),
+);
 
 /** Deletes the note, only while its revision satisfies `precondition`; its id, or no row. */
 export const deleteNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number, precondition?: Precondition) =>

@@ -35,6 +35,17 @@ describe("compile", () => {
     expect([first.rows(a!), second.rows(b!)]).toEqual([[{ n: 2 }], [{ n: 42 }]]);
   });
 
+  it("keys rows by column name: a field whose column is named otherwise needs .as()", async () => {
+    const title = `compiled ${crypto.randomUUID()}`;
+    await env.DB.prepare("INSERT INTO notes (title, content, created_at) VALUES (?, 'c', 1234) RETURNING id").bind(title).run();
+    const read = compile((db, p: Placeholders<{ title: string }>) =>
+      db.select({ createdAt: sql<number>`${notes.createdAt}`.as("createdAt"), revision: notes.revision }).from(notes).where(eq(notes.title, p.title)),
+    );
+    // Without the alias it would come back as `created_at`; its value is SQLite's (a number, not a Date). The
+    // revision (numbered by the clock trigger) keeps its name: its column is `revision`.
+    expect(await rowsOf(read(env.DB, { title }))).toEqual([{ createdAt: 1234, revision: expect.any(Number) as number }]);
+  });
+
   it("refuses a placeholder given as a column's value, which would skip the column's encoding", () => {
     const insert = compile((db, _p: Placeholders<{ at: Date }>) =>
       db.insert(notes).values({ title: "t", content: "c", createdAt: sql.placeholder("at") }).returning({ id: notes.id }),
