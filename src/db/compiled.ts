@@ -53,7 +53,8 @@ const placeholders = new Proxy<Record<string, SQL>>({}, { get: (_, name) => sql`
  * query's fields must come back under their own names, since D1 keys each row by column name: a column
  * whose SQL name is its field's (`revision: notes.revision`) does; any other field needs `.as(field)`
  * (an SQL expression, or `requestHash`, whose column is `request_hash`). Values come back as SQLite
- * holds them, without Drizzle's column modes (a timestamp is its number).
+ * holds them, without Drizzle's column modes (a timestamp is its number). A value the builder writes
+ * itself rather than through `p` (a constant) is fixed at the first use, for the isolate's life.
  */
 export function compile<Values extends object, Row>(
   build: (db: Database, p: Placeholders<Values>) => Query<Row>,
