@@ -49,7 +49,7 @@ export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) 
  * A compiled statement in its two shapes: for no caller (public notes: the values and `now`), and for a
  * caller (the values, the caller's session and user, and `now`). Bound to the request's client.
  */
-export function forCaller<Values extends object, Row>(shapes: {
+function forCaller<Values extends object, Row>(shapes: {
   public: Statement<Values & { now: number }, Row>;
   private: Statement<Values & CallerValues, Row>;
 }) {
@@ -58,8 +58,8 @@ export function forCaller<Values extends object, Row>(shapes: {
 }
 
 /**
- * The same, from one builder: `caller` is undefined for the public shape, the caller's placeholders for
- * the private one.
+ * A statement for notes' callers, compiled from one builder in both shapes: `caller` is undefined for the
+ * public one, the caller's placeholders for the private one.
  */
 export function forCallerOf<Values extends object, Row>(
   build: (db: Database, p: Placeholders<Values & { now: number }>, caller?: Placeholders<CallerValues>) => Query<Row>,

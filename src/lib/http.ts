@@ -103,7 +103,6 @@ function escapesLoneSurrogate(json: string): boolean {
   return false;
 }
 
-/** Sets `Retry-After` in whole seconds (at least 1). */
 /**
  * Sets a header on the answer the handler has already made (in a middleware, after `next()`), in place.
  * Hono's `c.header` would first copy the whole Response, on every such call; every answer of ours is a
@@ -113,6 +112,7 @@ export function setAnswerHeader(c: Context, name: string, value: string): void {
   c.res.headers.set(name, value);
 }
 
+/** Sets `Retry-After` in whole seconds (at least 1). */
 export function setRetryAfter(c: Context, waitMs: number): void {
   c.header("Retry-After", String(Math.max(1, Math.ceil(waitMs / 1000))));
 }

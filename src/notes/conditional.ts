@@ -1,8 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { forCaller, type CallerValues } from "../auth/caller";
-import { compile, type Placeholders } from "../db/compiled";
+import { forCallerOf } from "../auth/caller";
+import type { Placeholders } from "../db/compiled";
 import { noteClocks, notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import { NoteMessage } from "./schemas";
@@ -80,14 +80,17 @@ export function matches(precondition: Precondition, revision: number): boolean {
   return precondition.any || precondition.revisions.includes(revision);
 }
 
-/** The SQL condition of a conditional write: the note's revision is one of those asked for. */
-export function revisionMatches(precondition: Precondition | undefined): SQL | undefined {
-  if (!precondition || precondition.any) return undefined;
-  if (precondition.revisions.length === 0) return sql`0`;
-  return sql`${notes.revision} IN (${sql.join(
-    precondition.revisions.map((revision) => sql`${revision}`),
-    sql`, `,
-  )})`;
+/**
+ * The SQL condition of a conditional write: the note's revision is one of those asked for (`revisions`, a
+ * JSON array, see revisionsOf), or any revision (null). One statement for any number of tags.
+ */
+export function revisionMatches(revisions: SQL<string | null>): SQL {
+  return sql`(${revisions} IS NULL OR ${notes.revision} IN (SELECT value FROM json_each(${revisions})))`;
+}
+
+/** The `revisions` value of a precondition: null for none or `*`, else its revisions (none: matches nothing). */
+export function revisionsOf(precondition: Precondition | undefined): string | null {
+  return !precondition || precondition.any ? null : JSON.stringify(precondition.revisions);
 }
 
 /**
@@ -112,10 +115,9 @@ export function listVersion(owner: number | SQL<number> | undefined): SQL<number
 }
 
 /** The version alone (a poll: the list's ETag without reading a note), compiled once per isolate. */
-export const readListVersion = forCaller({
-  public: compile((db, _p: Placeholders<{ now: number }>) => db.select({ version: listVersion(undefined).as("version") }).from(sql`(SELECT 1)`)),
-  private: compile((db, p: Placeholders<CallerValues>) => db.select({ version: listVersion(p.userId).as("version") }).from(sql`(SELECT 1)`)),
-});
+export const readListVersion = forCallerOf((db, _p: Placeholders<object>, caller) =>
+  db.select({ version: listVersion(caller?.userId).as("version") }).from(sql`(SELECT 1)`),
+);
 
 /** The ETag of a list (or a page of it: `limit` and `after`) at `version`. */
 export function listETag(version: number, limit: number | undefined, after: number | undefined): string {

@@ -6,6 +6,7 @@ import { badRequest } from "../lib/http";
 import { sha256Hex, type AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
 import { nextRevision, PUBLIC_OWNER } from "./conditional";
+import { newNoteRow } from "./queries";
 import { NoteMessage, noteJsonText } from "./schemas";
 import { DAY } from "../lib/units";
 
@@ -137,14 +138,7 @@ const insertClaimed = forCallerOf((db, p: P, caller) =>
     .insert(notes)
     .select(
       db
-        .select({
-          id: sql<number>`NULL`.as("id"),
-          title: sql<string>`${p.title}`.as("title"),
-          content: sql<string>`${p.content}`.as("content"),
-          createdAt: sql<number>`${p.now}`.as("created_at"),
-          userId: idempotencyKeys.userId,
-          revision: sql<number>`${nextRevision(sql`coalesce(${idempotencyKeys.userId}, ${PUBLIC_OWNER})`)}`.as("revision"),
-        })
+        .select(newNoteRow(p, idempotencyKeys.userId, nextRevision(sql`coalesce(${idempotencyKeys.userId}, ${PUBLIC_OWNER})`)))
         .from(idempotencyKeys)
         .where(claimed(p, caller)),
     )

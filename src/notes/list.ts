@@ -1,6 +1,6 @@
 import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
-import { asCaller, forCaller, type CallerValues } from "../auth/caller";
-import { compile, rowsOf, type Placeholders } from "../db/compiled";
+import { asCaller, forCallerOf } from "../auth/caller";
+import { rowsOf, type Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/tokens";
@@ -110,10 +110,7 @@ function chunkOf(db: Database, p: Placeholders<ChunkValues>, owner?: SQL<number>
     .from(cut);
 }
 
-export const chunkQuery = forCaller({
-  public: compile((db, p: Placeholders<ChunkValues & { now: number }>) => chunkOf(db, p)),
-  private: compile((db, p: Placeholders<ChunkValues & CallerValues>) => chunkOf(db, p, p.userId)),
-});
+export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, caller?.userId));
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
 function isTooBig(err: unknown): boolean {

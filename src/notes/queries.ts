@@ -1,16 +1,16 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { callerSession, forCaller, forCallerOf, liveSession, type CallerValues } from "../auth/caller";
-import { compile, type Placeholders } from "../db/compiled";
-import { notes, sessions } from "../db/schema";
+import { callerSession, forCallerOf, liveSession, type CallerValues } from "../auth/caller";
+import type { Placeholders } from "../db/compiled";
+import { type idempotencyKeys, notes, sessions } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
-import { nextRevision, nextRevisionOfRow, PUBLIC_OWNER, type Precondition } from "./conditional";
+import { nextRevision, nextRevisionOfRow, PUBLIC_OWNER, revisionMatches, revisionsOf, type Precondition } from "./conditional";
 import { ownedBy } from "./list";
 import { noteJsonText } from "./schemas";
 
 /**
  * The single-note statements. SQLite writes each note's JSON (`noteJsonText`), so a handler passes the
- * text on. Each is compiled once per isolate (db/compiled.ts) in two shapes (forCaller): public notes, and
+ * text on. Each is compiled once per isolate (db/compiled.ts) in two shapes (forCallerOf): public notes, and
  * with NOTES_AUTH=required (`caller` set) only the caller's notes, and a write only while the caller's
  * session is live: a write never happens for an ended session. Each is bound for one request, to run in one
  * round trip with the check of the caller's session (see asCaller).
@@ -25,54 +25,43 @@ type Now = { now: number };
 /** The note with this id, of the caller when notes are private: someone else's note is not found. */
 const thisNote = (id: SQL<number>, caller?: Caller) => and(eq(notes.id, id), ownedBy(caller?.userId), caller && liveSession(caller, caller.now));
 
-/**
- * The condition of a conditional write: the note's revision is one of those asked for (`revisions`, a
- * JSON array), or any revision (null). One statement for any number of tags.
- */
-const revisionMatches = (revisions: SQL<string | null>) =>
-  sql`(${revisions} IS NULL OR ${notes.revision} IN (SELECT value FROM json_each(${revisions})))`;
-
-/** The `revisions` value of a precondition: null for none or `*`, else its revisions (none: matches nothing). */
-const revisionsOf = (precondition: Precondition | undefined) => (!precondition || precondition.any ? null : JSON.stringify(precondition.revisions));
-
 type ReadValues = { id: number };
-const read = forCaller({
-  public: compile((db, p: Placeholders<ReadValues & Now>) => db.select(noteAnswer).from(notes).where(thisNote(p.id))),
-  // No condition on the session: the check batched with it decides (asCaller), and throws the result away.
-  private: compile((db, p: Placeholders<ReadValues & CallerValues>) => db.select(noteAnswer).from(notes).where(and(eq(notes.id, p.id), ownedBy(p.userId)))),
-});
+// No condition on the session: the check batched with it decides (asCaller), and throws the result away.
+const read = forCallerOf((db, p: Placeholders<ReadValues>, caller) =>
+  db.select(noteAnswer).from(notes).where(and(eq(notes.id, p.id), ownedBy(caller?.userId))),
+);
 
 /** The note's JSON and revision, or no row. */
 export const readNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number) => read(db, caller, now, { id });
 
 type InsertValues = { title: string; content: string };
-const insert = forCaller({
-  public: compile((db, p: Placeholders<InsertValues & Now>) =>
-    db
-      .insert(notes)
-      .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision: nextRevision(PUBLIC_OWNER) })
-      .returning(noteAnswer),
-  ),
-  private: compile((db, p: Placeholders<InsertValues & CallerValues>) =>
-    db
-      .insert(notes)
-      .select(
-        // Every column, in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
-        db
-          .select({
-            id: sql<number>`NULL`.as("id"),
-            title: sql<string>`${p.title}`.as("title"),
-            content: sql<string>`${p.content}`.as("content"),
-            createdAt: sql<number>`${p.now}`.as("created_at"),
-            userId: sessions.userId,
-            revision: sql<number>`${nextRevision(p.userId)}`.as("revision"),
-          })
-          .from(sessions)
-          .where(callerSession(p, p.now)),
-      )
-      .returning(noteAnswer),
-  ),
-});
+
+/**
+ * The row of a new note for `INSERT … SELECT`, its owner and revision taken from the select's source:
+ * every column in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
+ */
+export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: typeof sessions.userId | typeof idempotencyKeys.userId, revision: SQL) {
+  return {
+    id: sql<number>`NULL`.as("id"),
+    title: sql<string>`${p.title}`.as("title"),
+    content: sql<string>`${p.content}`.as("content"),
+    createdAt: sql<number>`${p.now}`.as("created_at"),
+    userId,
+    revision: sql<number>`${revision}`.as("revision"),
+  };
+}
+
+const insert = forCallerOf((db, p: Placeholders<InsertValues & Now>, caller) =>
+  caller
+    ? db
+        .insert(notes)
+        .select(db.select(newNoteRow(p, sessions.userId, nextRevision(caller.userId))).from(sessions).where(callerSession(caller, caller.now)))
+        .returning(noteAnswer)
+    : db
+        .insert(notes)
+        .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision: nextRevision(PUBLIC_OWNER) })
+        .returning(noteAnswer),
+);
 
 /** Inserts a note, the caller's when notes are private (only while the caller's session is live); its JSON. */
 export const insertNote = (db: Database, title: string, content: string, caller: AccessClaims | undefined, now: number) =>

@@ -1,6 +1,6 @@
 import { and, sql, type SQL } from "drizzle-orm";
-import { asCaller, forCaller, type CallerValues } from "../auth/caller";
-import { compile, type Placeholders } from "../db/compiled";
+import { asCaller, forCallerOf } from "../auth/caller";
+import type { Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
@@ -78,10 +78,7 @@ function searchOf(db: Database, p: Placeholders<SearchValues>, owner?: SQL<numbe
 type SearchValues = { match: string; limit: number; offset: number; budget: number };
 
 /** Compiled once per isolate for public notes and for one owner's (db/compiled.ts). */
-export const searchQuery = forCaller({
-  public: compile((db, p: Placeholders<SearchValues & { now: number }>) => searchOf(db, p)),
-  private: compile((db, p: Placeholders<SearchValues & CallerValues>) => searchOf(db, p, p.userId)),
-});
+export const searchQuery = forCallerOf((db, p: Placeholders<SearchValues>, caller) => searchOf(db, p, caller?.userId));
 
 /** A search page: the JSON array, and the `offset` of the next page when there is one. */
 export interface SearchPage {
