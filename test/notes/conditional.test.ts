@@ -98,6 +98,19 @@ describe("PATCH and DELETE with If-Match", () => {
     expect((await call("DELETE", `/notes/${id}`, undefined, { "If-Match": current })).status).toBe(204);
   });
 
+  it("writes when any tag of a list is current, and a list of tags we never made matches nothing", async () => {
+    const { id, etag } = await created("listed");
+    const listed = await patch(id, { content: "second of three" }, { "If-Match": `"999999", ${etag}, "another-server"` });
+    expect(listed.status).toBe(200);
+    const current = listed.headers.get("etag")!;
+
+    const foreign = await patch(id, { content: "never" }, { "If-Match": '"another-server", W/"x-1"' });
+    expect(await jsonOf(foreign.clone())).toEqual(error(412, NoteMessage.preconditionFailed));
+    expect(foreign.headers.get("etag")).toBe(current);
+    expect((await call("DELETE", `/notes/${id}`, undefined, { "If-Match": '"another-server"' })).status).toBe(412);
+    expect(v.parse(Note, await (await call("GET", `/notes/${id}`)).json()).content).toBe("second of three");
+  });
+
   it("takes * as any existing note, and a weak form of the ETag as the ETag", async () => {
     const { id, etag } = await created();
     expect((await patch(id, { content: "any" }, { "If-Match": "*" })).status).toBe(200);
