@@ -71,28 +71,32 @@ type ChunkValues = ListRange & { rows: number; budget: number };
 /**
  * The next chunk of the list in one statement. The first `rows` notes of the range (the page) are sized
  * from their stored lengths alone (SQLite reads a value's length from the row header, without its
- * content); when the whole page fits `budget` bytes it is the chunk, otherwise a running sum finds the
- * longest prefix that fits (at least one note). SQLite writes the chunk's JSON. So no query reads more
- * content than one chunk's, and the Worker only passes the text on.
+ * content); when the whole page fits `budget` bytes it is the chunk. When it does not, `prefix` says
+ * what happens: a running sum finds the longest prefix that fits (at least one note), or, without
+ * `prefix`, the chunk is empty (`last` and `items` null, `pageCount` above 0) and the caller asks again
+ * with it (`readChunk`). SQLite writes the chunk's JSON. So no query reads more content than one chunk's,
+ * and the Worker only passes the text on.
  *
- * The running sum (a window function) is written in the branch taken only when the page does not fit:
- * D1 compiles every statement it runs, and a window over a short list cost more than all the rest.
- * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the
- * (user_id, id) index.
+ * The running sum (a window function) is written in the branch taken only when the page does not fit,
+ * and only in the statement that needs it: D1 compiles every statement it runs, and that branch costs
+ * SQLite about as much to compile, and to start even when it is not taken, as the rest of the statement
+ * (docs/performance.md). `group_concat` follows the scan, which runs by id: the rowid range, or with an
+ * owner the (user_id, id) index.
  *
  * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first chunk runs
  * in one round trip with the check of the caller's session.
  */
-function chunkOf(db: Database, p: Placeholders<ChunkValues>, owner?: SQL<number>) {
+function chunkOf(db: Database, p: Placeholders<ChunkValues>, prefix: boolean, owner?: SQL<number>) {
   const within = (lo: SQL, hi: SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
   const page = sql`SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
     FROM ${notes} WHERE ${within(p.after, p.upTo)} ORDER BY ${notes.id} LIMIT ${p.rows}`;
+  const longestPrefix = sql`(
+    SELECT coalesce(max(id) FILTER (WHERE reach <= ${p.budget}), min(id))
+    FROM (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${page}))
+  )`;
   const cut = sql`(
     SELECT
-      CASE WHEN bytes <= ${p.budget} THEN page_last ELSE (
-        SELECT coalesce(max(id) FILTER (WHERE reach <= ${p.budget}), min(id))
-        FROM (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${page}))
-      ) END AS last,
+      CASE WHEN bytes <= ${p.budget} THEN page_last ${prefix ? sql`ELSE ${longestPrefix} ` : sql``}END AS last,
       page_last, page_count, bytes
     FROM (SELECT max(id) AS page_last, count(*) AS page_count, sum(size) AS bytes FROM (${page}))
   ) AS cut`;
@@ -110,7 +114,10 @@ function chunkOf(db: Database, p: Placeholders<ChunkValues>, owner?: SQL<number>
     .from(cut);
 }
 
-export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, caller?.userId));
+/** A chunk: the whole page when it fits the budget, otherwise its longest prefix that does. */
+export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, true, caller?.userId));
+/** The whole page as a chunk when it fits the budget; otherwise an empty chunk (`last` null). */
+export const wholePageQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, false, caller?.userId));
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
 function isTooBig(err: unknown): boolean {
@@ -152,18 +159,27 @@ export async function listNotes(
   now: number,
   page: { limit: number; after: number | undefined } | undefined,
 ): Promise<NotesList | undefined> {
-  /** One chunk; `check` puts the caller's session check in the same round trip (the first chunk). */
-  const fetchChunk = async (range: ListRange, rows: number, check = false): Promise<Chunk | undefined> => {
-    const read = (budget: number) => {
-      const query = chunkQuery(db, caller, now, { ...range, rows, budget });
-      return check ? asCaller(db, caller, now, query) : rowsOf(query);
+  /**
+   * One chunk; `first` puts the caller's session check in the same round trip. A page's first chunk is
+   * asked for whole (`wholePageQuery`): nearly every page fits the budget, and without the running sum
+   * the statement costs SQLite far less. A page that does not fit is asked for again, by prefix.
+   */
+  const fetchChunk = async (range: ListRange, rows: number, first = false): Promise<Chunk | undefined> => {
+    const run = async (statement: typeof chunkQuery, budget: number, check: boolean) => {
+      const query = statement(db, caller, now, { ...range, rows, budget });
+      return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
+    };
+    const read = async (budget: number) => {
+      if (!(first && page)) return run(chunkQuery, budget, first);
+      const whole = await run(wholePageQuery, budget, true);
+      return whole?.last === null && whole.pageCount > 0 ? run(chunkQuery, budget, false) : whole;
     };
     try {
-      return (await read(LIST_CHUNK_BYTES))?.[0];
+      return await read(LIST_CHUNK_BYTES);
     } catch (err) {
       // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
       if (!isTooBig(err)) throw err;
-      return (await read(SAFE_CHUNK_BYTES))?.[0];
+      return read(SAFE_CHUNK_BYTES);
     }
   };
 
