@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { SignJWT, UnsecuredJWT } from "jose";
+import { CompactSign, SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { readRefreshToken, refreshTokenFor, signAccessToken, verifyAccessToken } from "../../src/lib/tokens";
 
@@ -49,6 +49,32 @@ describe("access tokens", () => {
       .setExpirationTime(past + 3600)
       .sign(key);
     await expect(verifyAccessToken(expired, secret)).rejects.toThrow(/exp/);
+  });
+
+  it("refuses a correctly signed token whose claims are not what we issue", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    /** Signed with the real secret: only the claims can make these fail. */
+    const signed = (payload: unknown) => new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: "HS256" }).sign(key);
+    const valid = { id: "3", sid: SID, iat: now, exp: now + 60 };
+    expect(await verifyAccessToken(await signed(valid), secret)).toEqual({ userId: 3, sessionId: SID });
+
+    const refused: [unknown, RegExp][] = [
+      [[valid], /not a JSON object/],
+      ["a string", /not a JSON object/],
+      [{ ...valid, iat: undefined }, /needs iat and exp/],
+      [{ ...valid, exp: undefined }, /needs iat and exp/],
+      [{ ...valid, exp: String(now + 60) }, /needs iat and exp/],
+      [{ ...valid, exp: now }, /expired/],
+      [{ ...valid, iat: now + 30, exp: now + 90 }, /issued in the future/],
+      [{ ...valid, iat: now - 3000, exp: now + 1000 }, /lives longer/],
+      [{ ...valid, nbf: now + 30 }, /not valid yet/],
+      [{ ...valid, nbf: "now" }, /not valid yet/],
+      [{ ...valid, id: 3 }, /bad id/],
+      [{ ...valid, id: "03" }, /bad id/],
+      [{ ...valid, sid: "short" }, /bad sid/],
+    ];
+    for (const [payload, reason] of refused) await expect(verifyAccessToken(await signed(payload), secret), JSON.stringify(payload)).rejects.toThrow(reason);
+    expect(await verifyAccessToken(await signed({ ...valid, nbf: now }), secret)).toEqual({ userId: 3, sessionId: SID });
   });
 });
 
