@@ -74,7 +74,7 @@ type ChunkValues = ListRange & { rows: number; budget: number };
  * content); when the whole page fits `budget` bytes it is the chunk. When it does not, `prefix` says
  * what happens: a running sum finds the longest prefix that fits (at least one note), or, without
  * `prefix`, the chunk is empty (`last` and `items` null, `pageCount` above 0) and the caller asks again
- * with it (`readChunk`). SQLite writes the chunk's JSON. So no query reads more content than one chunk's,
+ * with it (`listNotes`). SQLite writes the chunk's JSON. So no query reads more content than one chunk's,
  * and the Worker only passes the text on.
  *
  * The running sum (a window function) is written in the branch taken only when the page does not fit,

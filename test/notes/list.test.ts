@@ -420,7 +420,7 @@ describe("GET /notes on a database of its own", () => {
     expect(await last.text()).toBe(stringified(expected.slice(4)));
   });
 
-  it("keeps to one owner's notes in every chunk", async () => {
+  it("keeps to one owner's notes in every chunk, of a list and of a page", async () => {
     const addUser = () =>
       db().prepare("INSERT INTO users (email, password) VALUES (?, 'x') RETURNING id").bind(`${marker("owner")}@example.com`).first<{ id: number }>();
     const [alice, bob] = [await addUser(), await addUser()];
@@ -445,6 +445,13 @@ describe("GET /notes on a database of its own", () => {
     const pieces = await readPieces(new Response(listed!.body));
     expect(pieces.length).toBeGreaterThanOrEqual(3);
     expect(pieces.join("")).toBe(stringified(expected));
+
+    // A page of four of her notes does not fit one chunk: asked for whole, then again by prefix.
+    const page = await listNotes(drizzle(db()), createLogger(), { userId: alice!.id, sessionId }, now, { limit: 4, after: expected[0]!.id });
+    expect(page!.nextAfter).toBe(expected[4]!.id);
+    const pagePieces = await readPieces(new Response(page!.body));
+    expect(pagePieces.length).toBeGreaterThanOrEqual(2);
+    expect(pagePieces.join("")).toBe(stringified(expected.slice(1, 5)));
     await db().prepare("DELETE FROM notes").run();
     await db().prepare("DELETE FROM users").run();
   });
