@@ -1096,8 +1096,15 @@ interface CpuCase {
   unavailable?: (rt: Runtime) => Promise<string | undefined>;
 }
 
-/** Milliseconds of workerd CPU per request over `count` requests in a row. */
-async function cpuPerRequest(pids: number[], url: string, count: number, next: CpuCase["next"], expectStatus: number, label: string): Promise<number> {
+/** Milliseconds of workerd CPU per request over `count` requests in a row: all threads, and the main thread's. */
+async function cpuPerRequest(
+  pids: number[],
+  url: string,
+  count: number,
+  next: CpuCase["next"],
+  expectStatus: number,
+  label: string,
+): Promise<{ all: number; main: number }> {
   let previous: SingleResult | undefined;
   const before = cpuNanoseconds(pids);
   for (let i = 0; i < count; i++) {
@@ -1107,7 +1114,8 @@ async function cpuPerRequest(pids: number[], url: string, count: number, next: C
       break;
     }
   }
-  return (cpuNanoseconds(pids) - before) / count / 1e6;
+  const after = cpuNanoseconds(pids);
+  return { all: (after.all - before.all) / count / 1e6, main: (after.main - before.main) / count / 1e6 };
 }
 
 /** GET /notes with the ETag of the last answer, or of a first request when there is none yet. */
@@ -1228,15 +1236,19 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
     const skipped = await c.unavailable?.(rt);
     if (skipped) {
       log(`  ${c.label}: not measured (${skipped})`);
-      rows.push({ key: c.key, label: c.label, requests: 0, oursMs: Number.NaN, spread: { min: Number.NaN, max: Number.NaN }, skipped });
+      rows.push({ key: c.key, label: c.label, requests: 0, oursMs: Number.NaN, spread: { min: Number.NaN, max: Number.NaN }, oursMainMs: Number.NaN, skipped });
       continue;
     }
-    const ours: number[] = [];
-    const floor: number[] = [];
+    const [ours, oursMain, floor, floorMain]: number[][] = [[], [], [], []];
     for (let rep = 0; rep < CPU_REPS; rep++) {
       const baseline = await empty();
-      ours.push((await cpuPerRequest(pids, rt.urls[c.ours], c.requests, c.next, c.expectStatus, c.label)) - baseline);
-      if (c.floor) floor.push((await cpuPerRequest(pids, rt.urls[c.floor], c.requests, c.next, c.expectStatus, `${c.label} (floor)`)) - baseline);
+      const mine = await cpuPerRequest(pids, rt.urls[c.ours], c.requests, c.next, c.expectStatus, c.label);
+      ours.push(mine.all - baseline.all);
+      oursMain.push(mine.main - baseline.main);
+      if (!c.floor) continue;
+      const theirs = await cpuPerRequest(pids, rt.urls[c.floor], c.requests, c.next, c.expectStatus, `${c.label} (floor)`);
+      floor.push(theirs.all - baseline.all);
+      floorMain.push(theirs.main - baseline.main);
     }
     const row: CpuRow = {
       key: c.key,
@@ -1245,9 +1257,13 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
       oursMs: median(ours),
       spread: { min: Math.min(...ours), max: Math.max(...ours) },
       floorMs: floor.length ? median(floor) : undefined,
+      oursMainMs: median(oursMain),
+      floorMainMs: floorMain.length ? median(floorMain) : undefined,
     };
     rows.push(row);
-    log(`  ${c.label}: ${fmt(row.oursMs, 2)} ms (${ours.map((v) => fmt(v, 2)).join(", ")})${row.floorMs === undefined ? "" : `, floor ${fmt(row.floorMs, 2)} ms`}`);
+    const floorPart = row.floorMs === undefined ? "" : `, floor ${fmt(row.floorMs, 2)} ms`;
+    const mainPart = `; main thread ${fmt(row.oursMainMs, 2)} ms${row.floorMainMs === undefined ? "" : `, floor ${fmt(row.floorMainMs, 2)} ms`}`;
+    log(`  ${c.label}: ${fmt(row.oursMs, 2)} ms (${ours.map((v) => fmt(v, 2)).join(", ")})${floorPart}${mainPart}`);
     if (row.oursMs > 10) observations.push(`CPU time: ${c.label} takes ${fmt(row.oursMs, 1)} ms per request, over the Workers Free plan's 10 ms.`);
   }
   return rows;
@@ -1374,8 +1390,8 @@ async function featureCosts(rt: Runtime): Promise<FeatureCost[]> {
     const withKey: number[] = [];
     const withoutKey: number[] = [];
     for (let rep = 0; rep < CPU_REPS; rep++) {
-      withKey.push(await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body, headers: { "Idempotency-Key": randomBytes(12).toString("hex") } }), 201, "POST with Idempotency-Key"));
-      withoutKey.push(await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body }), 201, "POST without Idempotency-Key"));
+      withKey.push((await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body, headers: { "Idempotency-Key": randomBytes(12).toString("hex") } }), 201, "POST with Idempotency-Key")).all);
+      withoutKey.push((await cpuPerRequest(pids, rt.urls.app, FEATURE_WRITES, () => ({ method: "POST", path: "/notes", body }), 201, "POST without Idempotency-Key")).all);
     }
     rows.push({ feature: "Idempotency-Key (CPU per request through the app, ms)", write: "POST /notes", withMs: median(withKey), withoutMs: median(withoutKey), withRows: Number.NaN, withoutRows: Number.NaN });
     log(`  Idempotency-Key: ${fmt(median(withKey), 2)} ms of CPU per POST with a key, ${fmt(median(withoutKey), 2)} ms without`);
