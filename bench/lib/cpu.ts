@@ -39,8 +39,7 @@ export function workerdPids(): number[] {
  * Nanoseconds of CPU the processes have used so far: over all their threads, and on each one's main
  * thread alone. The main thread runs every isolate (ours, the floor's, D1's) and, locally, SQLite: it is
  * what throughput under load waits on, and the nearer to what Workers bills, an isolate's own thread.
- * The other threads are V8's (concurrent garbage collection, compilers) and workerd's: a worker that makes
- * more garbage shows more there, without being slower.
+ * The other threads are V8's (concurrent garbage collection, compilers) and workerd's.
  */
 export function cpuNanoseconds(pids: number[]): { all: number; main: number } {
   let all = 0;

@@ -479,8 +479,7 @@ sequential requests, minus the same number to an empty worker, per request; thre
 floor and the empty worker. Locally D1 runs inside the same process, so each figure includes SQLite's own work, which
 Cloudflare does not bill to the Worker: an upper bound. "floor" is the bare worker doing the same work. The "main
 thread" columns count workerd's main thread alone, which runs every isolate and SQLite: what throughput under load
-waits on. The process's other threads are V8's garbage collection and compilers, and workerd's own: a worker that
-makes more garbage (the floor turns rows into objects, then JSON) shows more there without being slower.
+waits on. The process's other threads are V8's garbage collection and compilers, and workerd's own.
 
 ${cpuLines(results).join("\n") || "Not measured in this run."}
 
