@@ -25,13 +25,8 @@ const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
  * with a 16-digit id, and the comma before it.
  */
 export const NOTE_JSON_OVERHEAD = 88;
-/**
- * The most notes a chunk can hold. Only the sizes of these rows are read to find where a chunk ends, so
- * after the first chunk the count follows the sizes seen so far (twice what fits): no scanning 17,000
- * sizes for a chunk of 1,300 notes of 1 KiB.
- */
+/** The most notes a chunk can hold: no query sizes more rows than this. */
 const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
-const MIN_CHUNK_ROWS = 100;
 
 /** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
 export function ownedBy(owner: number | SQL<number> | undefined): SQL | undefined {
@@ -50,11 +45,11 @@ export const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Numbe
 
 /** One chunk as SQLite returns it. */
 export interface Chunk {
-  /** The notes' JSON objects joined by commas, by id; null when the range holds no note. */
+  /** The notes' JSON objects joined by commas, by id; null when they do not fit, or the range holds none. */
   items: string | null;
-  /** The id of the chunk's last note. */
+  /** The id of the chunk's last note; null when the notes do not fit, or the range holds none. */
   last: number | null;
-  /** The id of the last of the first `rows` notes of the range (the page), whether they all fit or not. */
+  /** The id of the last of the first `rows` notes of the range (the page), whether they fit or not. */
   pageLast: number | null;
   /** How many notes the page holds, and their estimated JSON bytes. */
   pageCount: number;
@@ -68,37 +63,30 @@ export interface Chunk {
 /** The values of a chunk query: the range, the page's notes (`rows`) and the chunk's bytes (`budget`). */
 type ChunkValues = ListRange & { rows: number; budget: number };
 
+/** The first `rows` notes of the range with their estimated JSON bytes, from their stored lengths alone. */
+function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
+  return sql`SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
+    FROM ${notes} WHERE ${and(gt(notes.id, p.after), lte(notes.id, p.upTo), ownedBy(owner))} ORDER BY ${notes.id} LIMIT ${p.rows}`;
+}
+
 /**
- * The next chunk of the list in one statement. The first `rows` notes of the range (the page) are sized
- * from their stored lengths alone (SQLite reads a value's length from the row header, without its
- * content); when the whole page fits `budget` bytes it is the chunk. When it does not, `prefix` says
- * what happens: a running sum finds the longest prefix that fits (at least one note), or, without
- * `prefix`, the chunk is empty (`last` and `items` null, `pageCount` above 0) and the caller asks again
- * with it (`listNotes`). SQLite writes the chunk's JSON. So no query reads more content than one chunk's,
- * and the Worker only passes the text on.
- *
- * The running sum (a window function) is written in the branch taken only when the page does not fit,
- * and only in the statement that needs it: D1 compiles every statement it runs, and that branch costs
- * SQLite about as much to compile, and to start even when it is not taken, as the rest of the statement
- * (docs/performance.md). `group_concat` follows the scan, which runs by id: the rowid range, or with an
- * owner the (user_id, id) index.
+ * The first `rows` notes of the range (the page) as one chunk, when they fit `budget` bytes of JSON; when
+ * they do not, no note (`last` and `items` null, `pageCount` above 0) but their count and bytes, from
+ * which the caller sizes its next query (`listNotes`). The page is sized from the notes' stored lengths
+ * alone (SQLite reads a value's length from the row header, without its content), so a query reads the
+ * content of one chunk at most, and SQLite writes the chunk's JSON: the Worker only passes the text on.
+ * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the (user_id, id)
+ * index.
  *
  * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first chunk runs
  * in one round trip with the check of the caller's session.
  */
-function chunkOf(db: Database, p: Placeholders<ChunkValues>, prefix: boolean, owner?: SQL<number>) {
+export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
+  const owner = caller?.userId;
   const within = (lo: SQL, hi: SQL) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
-  const page = sql`SELECT ${notes.id} AS id, octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
-    FROM ${notes} WHERE ${within(p.after, p.upTo)} ORDER BY ${notes.id} LIMIT ${p.rows}`;
-  const longestPrefix = sql`(
-    SELECT coalesce(max(id) FILTER (WHERE reach <= ${p.budget}), min(id))
-    FROM (SELECT id, sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${page}))
-  )`;
   const cut = sql`(
-    SELECT
-      CASE WHEN bytes <= ${p.budget} THEN page_last ${prefix ? sql`ELSE ${longestPrefix} ` : sql``}END AS last,
-      page_last, page_count, bytes
-    FROM (SELECT max(id) AS page_last, count(*) AS page_count, sum(size) AS bytes FROM (${page}))
+    SELECT CASE WHEN bytes <= ${p.budget} THEN page_last END AS last, page_last, page_count, bytes
+    FROM (SELECT max(id) AS page_last, count(*) AS page_count, sum(size) AS bytes FROM (${pageOf(p, owner)}))
   ) AS cut`;
   return db
     .select({
@@ -112,12 +100,18 @@ function chunkOf(db: Database, p: Placeholders<ChunkValues>, prefix: boolean, ow
       version: listVersion(owner).as("version"),
     })
     .from(cut);
-}
+});
 
-/** A chunk: the whole page when it fits the budget, otherwise its longest prefix that does. */
-export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, true, caller?.userId));
-/** The whole page as a chunk when it fits the budget; otherwise an empty chunk (`last` null). */
-export const wholePageQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => chunkOf(db, p, false, caller?.userId));
+/**
+ * How many of the first `rows` notes of the range fit `budget` bytes of JSON, read from a running sum
+ * of their sizes; at least one. The last resort of `listNotes` for notes of very different sizes: a
+ * window function costs SQLite far more than the sizes alone (docs/performance.md).
+ */
+export const fittingRowsQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) =>
+  db
+    .select({ rows: sql<number>`max(1, count(*) FILTER (WHERE reach <= ${p.budget}))`.as("rows") })
+    .from(sql`(SELECT sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${pageOf(p, caller?.userId)}))`),
+);
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
 function isTooBig(err: unknown): boolean {
@@ -139,18 +133,43 @@ export interface NotesList {
   version: number;
 }
 
+/** What to ask D1 for next: the first `rows` notes of what is left, within `budget` bytes of JSON. */
+interface Ask {
+  rows: number;
+  budget: number;
+  /**
+   * Where `rows` came from: a guess (the page's size, or what fitted the last chunk), as many as fit if
+   * these notes are of average size, or exactly as many as fit (`fittingRowsQuery`).
+   */
+  basis: "guess" | "average" | "exact";
+}
+
+/** How many notes of the chunk's average size fit `budget`: at least one, at most MAX_CHUNK_ROWS. */
+function rowsFitting(chunk: Chunk, budget: number): number {
+  return Math.min(MAX_CHUNK_ROWS, Math.max(1, Math.floor((budget * chunk.pageCount) / (chunk.pageBytes ?? 1))));
+}
+
+/** True when the chunk is an answer: its notes fitted, or there were none. */
+const answered = (chunk: Chunk) => chunk.last !== null || chunk.pageCount === 0;
+
 /**
  * The notes as one JSON array by id ascending: all of them, or with `limit` one page of at most `limit`
  * notes after `after`. Read from D1 in chunks of about LIST_CHUNK_BYTES of JSON (`chunkQuery`), each query
- * made only once the client has taken the previous chunk, so memory and the time any one query holds the
- * database stay bounded whatever the number and size of the notes.
+ * made only when the client asks for more, so memory and the time any one query holds the database stay
+ * bounded whatever the number and size of the notes.
  *
- * The first chunk is read before the stream exists: if it fails, this throws and the request gets the
+ * The first query asks for the whole list (or page): nearly every page and most lists fit one chunk, and
+ * are answered as one string from that one query. A list that does not fit gets from it only the count
+ * and size of its first notes, and streams: each later query asks for as many notes as fit on average
+ * (exact for notes of one size), then, if they did not fit, for exactly as many as fit (`fittingRowsQuery`).
+ * So no query reads more than one chunk's content, and the window function that finds an exact fit runs
+ * only for notes of very different sizes.
+ *
+ * The first query runs before the stream exists: if it fails, this throws and the request gets the
  * ordinary 500. A later failure can no longer change the status (200 is sent), so it is logged and the
- * stream is aborted: the client sees a broken response, never a truncated array that parses.
- * A list that fits in one chunk costs exactly one query and is answered as one string. With NOTES_AUTH
- * required, the first chunk is read in one round trip with the check of the caller's session, and the
- * answer is undefined when that session is not live.
+ * stream is aborted: the client sees a broken response, never a truncated array that parses. With
+ * NOTES_AUTH required, the first query runs in one round trip with the check of the caller's session,
+ * and the answer is undefined when that session is not live.
  */
 export async function listNotes(
   db: Database,
@@ -159,78 +178,83 @@ export async function listNotes(
   now: number,
   page: { limit: number; after: number | undefined } | undefined,
 ): Promise<NotesList | undefined> {
-  /**
-   * One chunk; `first` puts the caller's session check in the same round trip. A page's first chunk is
-   * asked for whole (`wholePageQuery`): nearly every page fits the budget, and without the running sum
-   * the statement costs SQLite far less. A page that does not fit is asked for again, by prefix.
-   */
-  const fetchChunk = async (range: ListRange, rows: number, first = false): Promise<Chunk | undefined> => {
-    const run = async (statement: typeof chunkQuery, budget: number, check: boolean) => {
-      const query = statement(db, caller, now, { ...range, rows, budget });
-      return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
-    };
-    const read = async (budget: number) => {
-      if (!(first && page)) return run(chunkQuery, budget, first);
-      const whole = await run(wholePageQuery, budget, true);
-      return whole?.last === null && whole.pageCount > 0 ? run(chunkQuery, budget, false) : whole;
-    };
+  let ask: Ask = { rows: page?.limit ?? MAX_CHUNK_ROWS, budget: LIST_CHUNK_BYTES, basis: "guess" };
+  /** One query, for `ask`; `check` puts the caller's session check in the same round trip. */
+  const read = async (range: ListRange, check = false): Promise<Chunk | undefined> => {
+    const query = chunkQuery(db, caller, now, { ...range, rows: ask.rows, budget: ask.budget });
     try {
-      return await read(LIST_CHUNK_BYTES);
+      return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
     } catch (err) {
       // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
-      if (!isTooBig(err)) throw err;
-      return read(SAFE_CHUNK_BYTES);
+      if (!isTooBig(err) || ask.budget !== LIST_CHUNK_BYTES) throw err;
+      ask = { ...ask, budget: SAFE_CHUNK_BYTES, basis: "guess" };
+      return read(range, check);
     }
   };
+  /** What to ask after `ask` was answered by notes that do not fit (`over`): fewer of them. */
+  const fewer = async (range: ListRange, over: Chunk): Promise<Ask> => {
+    if (ask.basis === "guess") return { rows: rowsFitting(over, ask.budget), budget: ask.budget, basis: "average" };
+    const [fit] = await rowsOf(fittingRowsQuery(db, caller, now, { ...range, rows: ask.rows, budget: ask.budget }));
+    // A single note over the budget (only the smaller budget for escapes can be that small) goes alone.
+    return { rows: fit!.rows, budget: fit!.rows === 1 ? Number.MAX_SAFE_INTEGER : ask.budget, basis: "exact" };
+  };
+  /** The first guess after an answered chunk: as many notes as fit if they are like its notes. */
+  const following = (chunk: Chunk): Ask => ({ rows: rowsFitting(chunk, LIST_CHUNK_BYTES), budget: LIST_CHUNK_BYTES, basis: "guess" });
 
-  // A page reads its `limit` notes and no further: later chunks stop at the page's last note.
-  let rows = page?.limit ?? MAX_CHUNK_ROWS;
-  const first = await fetchChunk({ after: page?.after ?? EVERY_ID.after, upTo: EVERY_ID.upTo }, rows, true);
+  let after = page?.after ?? EVERY_ID.after;
+  const first = await read({ after, upTo: EVERY_ID.upTo }, true);
   if (!first) return undefined;
+  const { version } = first;
+  // A page reads its `limit` notes and no further: later queries stop at the page's last note.
   const upTo = page ? (first.pageLast ?? EVERY_ID.upTo) : EVERY_ID.upTo;
   const nextAfter = page && first.beyondPage ? (first.pageLast ?? undefined) : undefined;
-  const more = (chunk: Chunk) => chunk.last !== null && (chunk.last !== chunk.pageLast || (!page && chunk.beyondPage === 1));
-  // The next page: twice as many notes as the last page's average size fits in a chunk.
-  const grow = (chunk: Chunk) =>
-    page || !chunk.pageBytes ? rows : Math.min(MAX_CHUNK_ROWS, Math.max(MIN_CHUNK_ROWS, Math.ceil((2 * LIST_CHUNK_BYTES * chunk.pageCount) / chunk.pageBytes)));
+  // The whole page, or the whole list, in one query: no stream needed.
+  if (answered(first) && (page || !first.beyondPage)) return { body: `[${first.items ?? ""}]`, nextAfter, version };
 
-  // A list that fits one chunk is the whole answer already: no stream needed.
-  if (!more(first)) return { body: `[${first.items ?? ""}]`, nextAfter, version: first.version };
-
-  // Only the first chunk's bytes and last id outlive this block: the closures below do not keep its text.
-  let after = first.last!;
-  const { version } = first;
-  rows = grow(first);
-  let head: Uint8Array | null = encoder.encode(`[${first.items}`);
+  // The stream starts from the first query's answer; after that it keeps only the latest answer not yet
+  // sent, never a chunk's text once it has been enqueued.
+  let pending: Chunk | undefined = first;
+  let opened = false;
   let cancelled = false;
 
-  // Pull-based with the default high-water mark of one chunk: the next query runs only once the client
-  // (or the runtime sending the body) has taken the previous chunk, so at most one chunk waits in memory.
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (head) controller.enqueue(head);
-      head = null;
+  // Pull-based with a high-water mark of zero: a query runs only when the client (or the runtime sending
+  // the body) asks for the next chunk, so no chunk waits in memory.
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          let chunk: Chunk;
+          for (;;) {
+            const range = { after, upTo };
+            chunk = pending ?? (await read(range))!;
+            pending = undefined;
+            if (cancelled) return;
+            if (answered(chunk)) break;
+            ask = await fewer(range, chunk);
+          }
+          let text = "";
+          if (chunk.items !== null) {
+            text = `${opened ? "," : "["}${chunk.items}`;
+            opened = true;
+            after = chunk.last!;
+            ask = following(chunk);
+          }
+          const isLast = chunk.items === null || !chunk.beyondPage;
+          controller.enqueue(encoder.encode(isLast ? `${text}${opened ? "]" : "[]"}` : text));
+          if (isLast) controller.close();
+        } catch (err) {
+          if (cancelled) return;
+          log.error("list_stream_failed", describeError(err));
+          // The runtime logs the reason a response body failed with, and Drizzle's errors carry the SQL and
+          // its parameters: the stream fails with a neutral error, the details are in the line above.
+          controller.error(new Error(LIST_ABORTED));
+        }
+      },
+      cancel() {
+        cancelled = true;
+      },
     },
-    async pull(controller) {
-      try {
-        const chunk = (await fetchChunk({ after, upTo }, rows))!;
-        if (cancelled) return;
-        const isLast = !more(chunk);
-        after = chunk.last ?? after;
-        rows = grow(chunk);
-        controller.enqueue(encoder.encode(`${chunk.items === null ? "" : `,${chunk.items}`}${isLast ? "]" : ""}`));
-        if (isLast) controller.close();
-      } catch (err) {
-        if (cancelled) return;
-        log.error("list_stream_failed", describeError(err));
-        // The runtime logs the reason a response body failed with, and Drizzle's errors carry the SQL and
-        // its parameters: the stream fails with a neutral error, the details are in the line above.
-        controller.error(new Error(LIST_ABORTED));
-      }
-    },
-    cancel() {
-      cancelled = true;
-    },
-  });
+    { highWaterMark: 0 },
+  );
   return { body, nextAfter, version };
 }

@@ -387,6 +387,23 @@ describe("GET /notes on a database of its own", () => {
     expect(pieces.join("")).toBe(stringified(expected));
   });
 
+  it("finds exactly how many notes fit when the first notes are larger than the average", async () => {
+    const mark = marker("uneven");
+    // Four notes of 0.4 chunk, then thirty of 0.01: as many as fit on average (17) would not fit, exactly
+    // two do. Then two more large ones, two small ones (as many as the large ones' size says), the rest.
+    const rows = seeds(mark, 34).map((row, i) => ({ ...row, content: contentForSize(row.title, (LIST_CHUNK_BYTES * (i < 4 ? 40 : 1)) / 100) }));
+    await seedOneByOne(db(), rows);
+    const expected = await expectedNotes(db(), mark, rows);
+
+    const pieces = await readPieces(await list());
+    expect(pieces).toEqual([
+      stringified(expected.slice(0, 2)).slice(0, -1),
+      `,${stringified(expected.slice(2, 4)).slice(1, -1)}`,
+      `,${stringified(expected.slice(4, 6)).slice(1, -1)}`,
+      `,${stringified(expected.slice(6)).slice(1)}`,
+    ]);
+  });
+
   it("builds a chunk again in smaller pieces when its JSON is too long for D1 (SQLITE_TOOBIG)", async () => {
     const mark = marker("escapes");
     // Control characters take 6 bytes each in JSON (\u0001): three notes fit a chunk by their stored size,
@@ -446,7 +463,7 @@ describe("GET /notes on a database of its own", () => {
     expect(pieces.length).toBeGreaterThanOrEqual(3);
     expect(pieces.join("")).toBe(stringified(expected));
 
-    // A page of four of her notes does not fit one chunk: asked for whole, then again by prefix.
+    // A page of four of her notes does not fit one chunk: asked for whole, then streamed in chunks.
     const page = await listNotes(drizzle(db()), createLogger(), { userId: alice!.id, sessionId }, now, { limit: 4, after: expected[0]!.id });
     expect(page!.nextAfter).toBe(expected[4]!.id);
     const pagePieces = await readPieces(new Response(page!.body));
@@ -473,17 +490,17 @@ describe("GET /notes on a database of its own", () => {
     const rows = seeds(marker("broken"), 4, () => "x".repeat(LIST_CHUNK_BYTES / 2));
     await seedOneByOne(db(), rows);
 
-    // The first chunk was read before the response existed; the second is read only when the client
-    // has taken the first, so the table goes away in between.
+    // Each chunk is read only when the client asks for it, so the table goes away between the first
+    // chunk and the second.
     const response = await list();
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe(JSON_TYPE);
+    const reader = response.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    expect(new TextDecoder().decode(first.value).startsWith("[{")).toBe(true);
     await moveTableAway();
     try {
-      const reader = response.body!.getReader();
-      const first = await reader.read();
-      expect(first.done).toBe(false);
-      expect(new TextDecoder().decode(first.value).startsWith("[{")).toBe(true);
       // The reason is neutral: the runtime logs it, and Drizzle's own error would carry the SQL.
       await expect(reader.read()).rejects.toThrow(new Error(LIST_ABORTED));
     } finally {
