@@ -25,7 +25,7 @@ const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
  * with a 16-digit id, and the comma before it.
  */
 export const NOTE_JSON_OVERHEAD = 88;
-/** The most notes a chunk can hold: no query sizes more rows than this. */
+/** The most notes a chunk can hold (none is smaller than NOTE_JSON_OVERHEAD): the most rows a query sizes. */
 const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
 
 /** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
@@ -119,7 +119,7 @@ function isTooBig(err: unknown): boolean {
   return false;
 }
 
-/** The reason the body stream fails with when a later chunk fails. */
+/** The reason the body stream fails with when a query after the first fails. */
 export const LIST_ABORTED = "Listing notes failed after the response had started";
 
 const encoder = new TextEncoder();
@@ -129,7 +129,7 @@ export interface NotesList {
   body: string | ReadableStream<Uint8Array>;
   /** The `after` of the next page; set only for a page (`limit`) with more notes after it. */
   nextAfter: number | undefined;
-  /** The version of the caller's notes when the list was read (its first chunk): the list's ETag. */
+  /** The version of the caller's notes when the list was read (its first query): the list's ETag. */
   version: number;
 }
 

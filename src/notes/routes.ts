@@ -133,7 +133,7 @@ export const notesApp = new Hono<AppEnv>()
       const etag = listETag(found[0]!.version, limit, after);
       if (etagListed(ifNoneMatch, etag)) return notModified(c, etag);
     }
-    // The JSON comes from SQLite in chunks (see list.ts); a failure of the first chunk still reaches onError.
+    // The JSON comes from SQLite in chunks (see list.ts); a failure of the first query still reaches onError.
     const list = await listNotes(db, log, caller, now, limit === undefined ? undefined : { limit, after });
     if (!list) return notesUnauthorized(c);
     if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
