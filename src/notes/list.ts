@@ -78,7 +78,7 @@ function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
  * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the (user_id, id)
  * index.
  *
- * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first chunk runs
+ * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first query runs
  * in one round trip with the check of the caller's session.
  */
 export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
