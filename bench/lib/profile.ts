@@ -1,8 +1,9 @@
 /**
- * V8 CPU profiles of one worker's isolate, taken through workerd's inspector (the Chrome DevTools
- * protocol over a WebSocket) while the bench loads it. Unlike the process CPU of cpu.ts, a profile sees
- * only the isolate's own JavaScript (and the runtime calls it makes), not SQLite's work in the D1
- * isolate: where our code spends its time, function by function, and how that compares with the floor's.
+ * V8 CPU profiles of one isolate (a worker's, or the database's), taken through workerd's inspector (the
+ * Chrome DevTools protocol over a WebSocket) while the bench loads it. Unlike the process CPU of cpu.ts, a
+ * profile sees one isolate's JavaScript and the runtime calls it makes: where the time goes, function by
+ * function, and how that compares with the floor's. Its busy time is a share, not a cost to add up: time the
+ * thread spent in other isolates is partly counted too (bench/README.md).
  */
 
 /** The parts of a V8 `Profiler.Profile` the summary reads. */
@@ -32,9 +33,16 @@ export interface ProfileSummary {
 /** V8's pseudo-functions that are not the isolate running code. */
 const IDLE = new Set(["(idle)", "(program)"]);
 
-/** The inspector's WebSocket for one of Miniflare's workers (workerd names them `core:user:<name>`). */
+/**
+ * workerd's inspector names a user's worker `core:user:<name>`, and Miniflare's own D1 worker (the Durable
+ * Object that runs SQLite for every worker's binding) `d1:db`.
+ */
+export const DATABASE_ISOLATE = "d1:db";
+const inspectorTarget = (worker: string) => (worker === DATABASE_ISOLATE ? worker : `core:user:${worker}`);
+
+/** The inspector's WebSocket for one of workerd's isolates. */
 async function connect(port: number, worker: string): Promise<WebSocket> {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/core:user:${worker}`);
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/${inspectorTarget(worker)}`);
   await new Promise<void>((resolve, reject) => {
     socket.addEventListener("open", () => resolve(), { once: true });
     socket.addEventListener("error", () => reject(new Error(`cannot reach the inspector of worker ${worker} on port ${port}`)), { once: true });
