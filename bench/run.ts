@@ -583,11 +583,22 @@ function planLoad(singleMs: number): LoadPlan {
 
 function describeRun(r: RunStats): string {
   const extra = [r.errors ? `${r.errors} errors` : "", r.unexpected ? `${r.unexpected} unexpected` : ""].filter(Boolean).join(", ");
-  return `${fmt(r.rps).padStart(8)} req/s  p50 ${fmt(r.p50, 2).padStart(8)} ms  p99 ${fmt(r.p99, 2).padStart(8)} ms  (${r.requests} requests${extra ? `, ${extra}` : ""})`;
+  const cpu = r.mainCpuUs === undefined ? "" : `  main thread ${fmt(r.mainCpuUs, 0).padStart(5)} µs/req, busy ${fmt(r.mainBusy! * 100, 0)}%`;
+  return `${fmt(r.rps).padStart(8)} req/s  p50 ${fmt(r.p50, 2).padStart(8)} ms  p99 ${fmt(r.p99, 2).padStart(8)} ms${cpu}  (${r.requests} requests${extra ? `, ${extra}` : ""})`;
 }
 
+/** workerd's pids once it is up; none where /proc is not (then runs carry no CPU figures). */
+let workerd: number[] = [];
+
+/**
+ * One run of the scenario's load, with what workerd's main thread spent on it: the thread that runs
+ * every isolate and SQLite, so its CPU per response is the run's cost whatever else the machine did,
+ * where throughput also moves with the CPU the thread was not given.
+ */
 async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, connections = opts.connections): Promise<RunStats> {
-  return runLoad({
+  const before = workerd.length ? cpuNanoseconds(workerd) : undefined;
+  const started = process.hrtime.bigint();
+  const run = await runLoad({
     url,
     connections,
     duration: seconds,
@@ -596,6 +607,12 @@ async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, c
     request: s.request,
     expectStatus: s.expectStatus,
   });
+  if (before && run.requests) {
+    const mainNs = cpuNanoseconds(workerd).main - before.main;
+    run.mainCpuUs = mainNs / run.requests / 1000;
+    run.mainBusy = mainNs / Number(process.hrtime.bigint() - started);
+  }
+  return run;
 }
 
 /** A free loopback port, for workerd's inspector. */
@@ -609,8 +626,8 @@ async function freePort(): Promise<number> {
 
 /**
  * `--profile`: one more run of the scenario's load on ours and on the floor, each while V8 samples that
- * worker's isolate. Writes the profiles (open them in Chrome's DevTools, Performance tab) and prints the
- * isolate's busy time per request and the functions that took most of it.
+ * worker's isolate and the database's. Writes the profiles (open them in Chrome's DevTools, Performance
+ * tab) and prints each isolate's busy time per request and the functions that took most of it.
  */
 async function profileScenario(rt: Runtime, s: Scenario, plan: LoadPlan): Promise<void> {
   const dir = join(opts.outDir, "profiles");
@@ -675,6 +692,8 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   const ratios = s.withFloor ? ours.map((o, i) => o.rps / floor[i]!.rps) : undefined;
   const ratio = ratios ? median(ratios) : undefined;
   if (ratios) log(`  ours/floor: median ${fmt(ratio, 2)}, from ${fmt(Math.min(...ratios), 2)} to ${fmt(Math.max(...ratios), 2)} over ${ratios.length} pairs`);
+  const cpuRatios = s.withFloor && ours.every((o) => o.mainCpuUs) ? floor.map((f, i) => f.mainCpuUs! / ours[i]!.mainCpuUs!) : undefined;
+  if (cpuRatios) log(`  floor/ours main-thread CPU per response: median ${fmt(median(cpuRatios), 2)}, from ${fmt(Math.min(...cpuRatios), 2)} to ${fmt(Math.max(...cpuRatios), 2)}`);
   const result: ScenarioResult = {
     key: s.key,
     title: s.title,
@@ -1434,6 +1453,7 @@ async function main(): Promise<number> {
     inspectorPort: opts.profile ? await freePort() : undefined,
   });
   runtime = rt;
+  workerd = workerdPids();
   log(`[bench] workerd up: ours ${rt.urls.app}, counting ${rt.urls.counting}, floor ${rt.urls.floor}; migrations: ${rt.migrations.join(", ")}`);
 
   const results: ScenarioResult[] = [];

@@ -33,6 +33,12 @@ export interface RunStats {
   /** Responses whose status was not the expected one (2xx for most scenarios, 404 for the 404 scenario). */
   unexpected: number;
   statusCodes: Record<string, number>;
+  /**
+   * workerd's main-thread CPU per completed response over the run, in µs, and the share of the run's wall
+   * time that thread ran: set by the bench where /proc exists (bench/lib/cpu.ts).
+   */
+  mainCpuUs?: number;
+  mainBusy?: number;
 }
 
 export interface LoadOptions {
