@@ -592,8 +592,8 @@ let workerd: number[] = [];
 
 /**
  * One run of the scenario's load, with what workerd's main thread spent on it: the thread that runs
- * every isolate and SQLite, so its CPU per response is the run's cost whatever else the machine did,
- * where throughput also moves with the CPU the thread was not given.
+ * every isolate and SQLite. Its CPU per response and how busy it was tell a run whose requests cost more
+ * from one whose thread waited.
  */
 async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, connections = opts.connections): Promise<RunStats> {
   const before = workerd.length ? cpuNanoseconds(workerd) : undefined;
@@ -692,7 +692,7 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   const ratios = s.withFloor ? ours.map((o, i) => o.rps / floor[i]!.rps) : undefined;
   const ratio = ratios ? median(ratios) : undefined;
   if (ratios) log(`  ours/floor: median ${fmt(ratio, 2)}, from ${fmt(Math.min(...ratios), 2)} to ${fmt(Math.max(...ratios), 2)} over ${ratios.length} pairs`);
-  const cpuRatios = s.withFloor && ours.every((o) => o.mainCpuUs) ? floor.map((f, i) => f.mainCpuUs! / ours[i]!.mainCpuUs!) : undefined;
+  const cpuRatios = s.withFloor && [...ours, ...floor].every((run) => run.mainCpuUs) ? floor.map((f, i) => f.mainCpuUs! / ours[i]!.mainCpuUs!) : undefined;
   if (cpuRatios) log(`  floor/ours main-thread CPU per response: median ${fmt(median(cpuRatios), 2)}, from ${fmt(Math.min(...cpuRatios), 2)} to ${fmt(Math.max(...cpuRatios), 2)}`);
   const result: ScenarioResult = {
     key: s.key,
