@@ -33,7 +33,6 @@ export function ownedBy(owner: number | SQL<number> | undefined): SQL | undefine
   return owner === undefined ? undefined : eq(notes.userId, owner);
 }
 
-
 /** Which notes a chunk query looks at: ids above `after` and up to `upTo`. */
 export interface ListRange {
   after: number;
