@@ -653,6 +653,9 @@ async function profileScenario(rt: Runtime, s: Scenario, plan: LoadPlan): Promis
   }
 }
 
+/** Per-pair ratios as the log shows them: "median 0.92, from 0.84 to 1.05". */
+const medianAndRange = (values: number[]) => `median ${fmt(median(values), 2)}, from ${fmt(Math.min(...values), 2)} to ${fmt(Math.max(...values), 2)}`;
+
 async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
   const name = s.detail ? `${s.title} (${s.detail})` : s.title;
   log(`\n${name}`);
@@ -691,9 +694,9 @@ async function runScenario(rt: Runtime, s: Scenario): Promise<ScenarioResult> {
 
   const ratios = s.withFloor ? ours.map((o, i) => o.rps / floor[i]!.rps) : undefined;
   const ratio = ratios ? median(ratios) : undefined;
-  if (ratios) log(`  ours/floor: median ${fmt(ratio, 2)}, from ${fmt(Math.min(...ratios), 2)} to ${fmt(Math.max(...ratios), 2)} over ${ratios.length} pairs`);
+  if (ratios) log(`  ours/floor: ${medianAndRange(ratios)} over ${ratios.length} pairs`);
   const cpuRatios = s.withFloor && [...ours, ...floor].every((run) => run.mainCpuUs) ? floor.map((f, i) => f.mainCpuUs! / ours[i]!.mainCpuUs!) : undefined;
-  if (cpuRatios) log(`  floor/ours main-thread CPU per response: median ${fmt(median(cpuRatios), 2)}, from ${fmt(Math.min(...cpuRatios), 2)} to ${fmt(Math.max(...cpuRatios), 2)}`);
+  if (cpuRatios) log(`  floor/ours main-thread CPU per response: ${medianAndRange(cpuRatios)}`);
   const result: ScenarioResult = {
     key: s.key,
     title: s.title,
