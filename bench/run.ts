@@ -1267,7 +1267,10 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
       rows.push({ key: c.key, label: c.label, requests: 0, oursMs: Number.NaN, spread: { min: Number.NaN, max: Number.NaN }, oursMainMs: Number.NaN, skipped });
       continue;
     }
-    const [ours, oursMain, floor, floorMain]: number[][] = [[], [], [], []];
+    const ours: number[] = [];
+    const oursMain: number[] = [];
+    const floor: number[] = [];
+    const floorMain: number[] = [];
     for (let rep = 0; rep < CPU_REPS; rep++) {
       const baseline = await empty();
       const mine = await cpuPerRequest(pids, rt.urls[c.ours], c.requests, c.next, c.expectStatus, c.label);
