@@ -34,6 +34,7 @@ import {
   type SingleResult,
 } from "./lib/load.ts";
 import { cpuNanoseconds, workerdPids } from "./lib/cpu.ts";
+import { startListClients } from "./lib/list-client.ts";
 import { readOptions, type Options } from "./lib/options.ts";
 import { DATABASE_ISOLATE, profileWorker, summarizeProfile, type CpuProfile } from "./lib/profile.ts";
 import {
@@ -595,8 +596,8 @@ let workerd: number[] = [];
  * every isolate and SQLite. Its CPU per response and how busy it was tell a run whose requests cost more
  * from one whose thread waited.
  */
-async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, connections = opts.connections): Promise<RunStats> {
-  const before = workerd.length ? cpuNanoseconds(workerd) : undefined;
+async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, connections = opts.connections, pids = workerd): Promise<RunStats> {
+  const before = pids.length ? cpuNanoseconds(pids) : undefined;
   const started = process.hrtime.bigint();
   const run = await runLoad({
     url,
@@ -608,7 +609,7 @@ async function load(url: string, s: Scenario, plan: LoadPlan, seconds: number, c
     expectStatus: s.expectStatus,
   });
   if (before && run.requests) {
-    const mainNs = cpuNanoseconds(workerd).main - before.main;
+    const mainNs = cpuNanoseconds(pids).main - before.main;
     run.mainCpuUs = mainNs / run.requests / 1000;
     run.mainBusy = mainNs / Number(process.hrtime.bigint() - started);
   }
@@ -845,9 +846,31 @@ const READ_CONNECTIONS = 4;
 const CONCURRENT_LISTS = 2;
 
 /**
+ * CONCURRENT_LISTS clients listing all notes from `base` without pause, on their own thread
+ * (bench/lib/list-client.ts), until `stop()`, which resolves to the times of the lists that completed.
+ * Resolves once the lists have had a second to get going.
+ */
+async function streamLists(base: string): Promise<{ stop(): Promise<number[]> }> {
+  const listMs: number[] = [];
+  const clients = startListClients(base, CONCURRENT_LISTS, (report) => {
+    if ("ms" in report) listMs.push(report.ms);
+    else failures.push(`GET /notes during the read-during-list scenario answered ${report.status}`);
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return {
+    async stop() {
+      await clients.stop();
+      return listMs;
+    },
+  };
+}
+
+/**
  * GET /notes/{id} of small notes, loaded by a few connections, first alone and then while
  * CONCURRENT_LISTS whole lists of the large notes stream without pause: with one database answering one
  * query at a time, a read waits for whatever list query runs, so the list's queries must stay short.
+ * Then the same from a second workerd process on a copy of the database, the lists still streaming from
+ * the first: here every isolate and SQLite share one thread, which production's do not.
  */
 async function readDuringList(rt: Runtime): Promise<ReadDuringList> {
   const [large] = await rt.sql("SELECT count(*) AS n, coalesce(sum(length(content)), 0) AS bytes FROM notes");
@@ -886,26 +909,44 @@ async function readDuringList(rt: Runtime): Promise<ReadDuringList> {
   log(`  alone         ${describeRun(idle)}`);
   log(`  floor alone   ${describeRun(alone.floor)}`);
 
-  const stop = new AbortController();
-  const listMs: number[] = [];
-  const lists = Array.from({ length: CONCURRENT_LISTS }, async () => {
-    while (!stop.signal.aborted) {
-      const answer = await download(rt.urls.app, "/notes", 600_000, stop.signal);
-      if (answer.status === 200) listMs.push(answer.ms);
-      else if (!stop.signal.aborted) failures.push(`GET /notes during the read-during-list scenario answered ${answer.status}`);
-    }
-  });
-  // Let the lists get going before the reads are measured.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const streaming = await streamLists(rt.urls.app);
   const meanwhile = await reads();
   const during = meanwhile.ours;
-  stop.abort();
-  await Promise.all(lists);
+  const listMs = await streaming.stop();
   log(`  during lists  ${describeRun(during)}`);
   log(`  floor during  ${describeRun(meanwhile.floor)}`);
   log(`  lists completed meanwhile: ${listMs.length} (${listMs.map((v) => `${fmt(v / 1000, 1)} s`).join(", ")})`);
 
-  for (const [when, run] of [["alone", idle], ["during lists", during], ["from the floor alone", alone.floor], ["from the floor during lists", meanwhile.floor]] as const) {
+  // Production's shape: the reads in another workerd process, on a copy of the database (a read replica),
+  // while the lists stream from the first process as before.
+  const replica = await rt.replica();
+  // Its run lines give the second process's thread, not the first's.
+  const replicaPids = workerd.length ? workerdPids().filter((pid) => !workerd.includes(pid)) : [];
+  let replicaIdle: RunStats;
+  let replicaDuring: RunStats;
+  let replicaListMs: number[];
+  try {
+    await load(replica.url, s, plan, opts.warmup, READ_CONNECTIONS, replicaPids);
+    replicaIdle = await load(replica.url, s, plan, opts.duration, READ_CONNECTIONS, replicaPids);
+    const replicaStreaming = await streamLists(rt.urls.app);
+    replicaDuring = await load(replica.url, s, plan, opts.duration, READ_CONNECTIONS, replicaPids);
+    replicaListMs = await replicaStreaming.stop();
+  } finally {
+    await replica.dispose();
+  }
+  log(`  another process, alone         ${describeRun(replicaIdle)}`);
+  log(`  another process, during lists  ${describeRun(replicaDuring)}`);
+  log(`  lists completed meanwhile: ${replicaListMs.length}`);
+
+  const runs = [
+    ["alone", idle],
+    ["during lists", during],
+    ["from the floor alone", alone.floor],
+    ["from the floor during lists", meanwhile.floor],
+    ["from another process alone", replicaIdle],
+    ["from another process during lists", replicaDuring],
+  ] as const;
+  for (const [when, run] of runs) {
     if (run.errors || run.unexpected) failures.push(`GET /notes/{id} ${when}: ${run.errors} errors, ${run.unexpected} unexpected statuses`);
   }
   const result: ReadDuringList = {
@@ -921,6 +962,8 @@ async function readDuringList(rt: Runtime): Promise<ReadDuringList> {
     p99Ratio: during.p99 / idle.p99,
     floorIdle: alone.floor,
     floorDuring: meanwhile.floor,
+    replicaIdle,
+    replicaDuring,
   };
   if (!(result.p99Ratio <= READ_P99_TARGET)) {
     findings.push(

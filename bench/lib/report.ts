@@ -96,6 +96,12 @@ export interface ReadDuringList {
   /** The same reads from the floor worker (another isolate, the same database), alone and during our lists. */
   floorIdle: RunStats;
   floorDuring: RunStats;
+  /**
+   * Ours in a second workerd process on a copy of the database (production's shape: another isolate's
+   * thread, a read replica), alone and while the lists stream from the first process.
+   */
+  replicaIdle: RunStats;
+  replicaDuring: RunStats;
 }
 
 export interface BcryptTimings {
@@ -351,6 +357,8 @@ export function largeLines(results: Results): string[] {
       `GET /notes/{id} (${r.connections} connections): p50 ${fmt(r.idle.p50, 2)} / p99 ${fmt(r.idle.p99, 2)} ms alone, ` +
         `p50 ${fmt(r.during.p50, 2)} / p99 ${fmt(r.during.p99, 2)} ms while ${r.lists} lists of ${fmt(r.listMiB, 0)} MiB stream ` +
         `(p99 ${fmt(r.p99Ratio, 1)}× alone; ${r.listsCompleted} lists completed meanwhile).`,
+      `The same reads from another workerd process on a copy of the database: p99 ${fmt(r.replicaIdle.p99, 2)} ms alone, ` +
+        `${fmt(r.replicaDuring.p99, 2)} ms while the lists stream from the first (${fmt(r.replicaDuring.p99 / r.replicaIdle.p99, 1)}×).`,
     );
   }
   return lines;
@@ -425,9 +433,15 @@ ${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of conten
 | floor (another isolate, same database), alone | ${fmt(r.floorIdle.rps, 1)} | ${fmt(r.floorIdle.p50, 2)} | ${fmt(r.floorIdle.p99, 2)} | ${r.floorIdle.errors} |
 | floor, while our lists stream | ${fmt(r.floorDuring.rps, 1)} | ${fmt(r.floorDuring.p50, 2)} | ${fmt(r.floorDuring.p99, 2)} | ${r.floorDuring.errors} |
 | floor ratio | | ${fmt(r.floorDuring.p50 / r.floorIdle.p50, 1)}× | ${fmt(r.floorDuring.p99 / r.floorIdle.p99, 1)}× | |
+| ours in another process, on a copy of the database, alone | ${fmt(r.replicaIdle.rps, 1)} | ${fmt(r.replicaIdle.p50, 2)} | ${fmt(r.replicaIdle.p99, 2)} | ${r.replicaIdle.errors} |
+| ours in another process, while the lists stream from the first | ${fmt(r.replicaDuring.rps, 1)} | ${fmt(r.replicaDuring.p50, 2)} | ${fmt(r.replicaDuring.p99, 2)} | ${r.replicaDuring.errors} |
+| other process ratio | | ${fmt(r.replicaDuring.p50 / r.replicaIdle.p50, 1)}× | ${fmt(r.replicaDuring.p99 / r.replicaIdle.p99, 1)}× | |
 
 The floor reads the same database from another isolate: where its reads slow down as much as ours, the time goes to the
 database (one query at a time) and the process; where ours slow down alone, to our isolate, which also streams the lists.
+The last rows are production's shape: the reads served by a second workerd process (its own thread, like an isolate on
+another machine) from a copy of the database (like a read replica), while the lists stream from the first process. What
+is left of the slowdown there is the two processes, the lists' client and the load generator sharing this machine's cores.
 `
     : "";
   const chartRows = results.chart.map(

@@ -12,10 +12,14 @@
  * bindings, [vars]) through wrangler's own `unstable_getMiniflareWorkerOptions`, and share one fresh D1
  * database kept in a temporary directory. Developer files (.dev.vars, .env) are never read: the vars
  * are wrangler.toml's plus the bench's overrides, and no mail settings, so registration sends no mail.
+ *
+ * On request (`replica()`), a second instance, another workerd process, serves `app` alone from a copy of
+ * that database.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions, unstable_readConfig, unstable_splitSqlQuery } from "wrangler";
 import type { Bundle } from "./build.ts";
@@ -43,6 +47,18 @@ export interface Runtime {
   migrations: string[];
   /** The settings the workers run with (the JWT secret masked), for the report. */
   settings: Record<string, unknown>;
+  /**
+   * Our worker in a second workerd process, on a copy of the database as it is now: production's shape,
+   * where a read need not share a thread or a database with whatever else the Worker serves (isolates on
+   * other machines, D1's read replicas). Nothing may write to the database while it is copied.
+   */
+  replica(): Promise<Replica>;
+  dispose(): Promise<void>;
+}
+
+export interface Replica {
+  /** Our worker (`app`) in the second process. */
+  url: string;
   dispose(): Promise<void>;
 }
 
@@ -95,14 +111,46 @@ const getMiniflareWorkerOptions = unstable_getMiniflareWorkerOptions as unknown 
   workerOptions: WorkerOptions;
 };
 
+/**
+ * A new temporary directory, removed by `remove()` or, whatever ends the process first (Miniflare's own
+ * signal handler exits at once on Ctrl+C), when it exits.
+ */
+function temporaryDir(prefix: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  const removeDir = () => rmSync(path, { recursive: true, force: true });
+  process.on("exit", removeDir);
+  return {
+    path,
+    remove() {
+      removeDir();
+      process.off("exit", removeDir);
+    },
+  };
+}
+
+/**
+ * Folds each SQLite database's write-ahead log below `dir` into the database file, as a read replica's
+ * copy would hold it: a copy taken while workerd has the database open carries the log of every write
+ * since workerd's last checkpoint (hundreds of MiB after the large notes), which each read would search.
+ */
+function foldWriteAheadLogs(dir: string): void {
+  for (const name of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    if (!name.endsWith(".sqlite")) continue;
+    const db = new DatabaseSync(join(dir, name));
+    try {
+      db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } finally {
+      db.close();
+    }
+  }
+}
+
 export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
   const configPath = join(input.root, "wrangler.toml");
   const config = readConfig({ config: configPath });
+  const persisted = temporaryDir("notes-bench-");
+  const persistDir = persisted.path;
   // Pretend the config lives in a directory without .dev.vars or .env, so wrangler reads neither.
-  const persistDir = mkdtempSync(join(tmpdir(), "notes-bench-"));
-  // Whatever ends the process (Miniflare's own signal handler exits at once on Ctrl+C), the database goes.
-  const removeDir = () => rmSync(persistDir, { recursive: true, force: true });
-  process.on("exit", removeDir);
   const { workerOptions } = getMiniflareWorkerOptions({
     ...config,
     userConfigPath: join(persistDir, "wrangler.toml"),
@@ -118,57 +166,63 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
   const logs: LogTally = { byLevel: {}, errors: [] };
   const direct = [{ host: "127.0.0.1", port: 0 }];
   const shared = { ...workerOptions, rootPath: input.root, bindings: vars, unsafeDirectSockets: direct };
+  const app = { ...shared, name: "app", modules: modulesOf(input.app) };
+
+  // One workerd process serving `workers`, its D1 kept in `dir`. The worker options wrangler produces
+  // are Miniflare 4's shape; Miniflare 5 converts them.
+  const instance = (dir: string, workers: unknown[], inspectorPort?: number) =>
+    new Miniflare(
+      convertV4MiniflareOptions({
+        host: "127.0.0.1",
+        port: 0,
+        resourcePersistencePath: dir,
+        // A fixed placeholder for `request.cf`: Miniflare would otherwise fetch one from the internet.
+        cf: false,
+        ...(inspectorPort ? { inspectorPort } : {}),
+        log: new Log(LogLevel.WARN),
+        // The app logs one JSON line per event (e.g. "mail not configured" on every registration);
+        // counted here instead of flooding the terminal.
+        handleStructuredLogs: (entry: { level?: string; message?: string }) => {
+          const level = entry.level ?? "log";
+          logs.byLevel[level] = (logs.byLevel[level] ?? 0) + 1;
+          if (level === "error" && logs.errors.length < 5) logs.errors.push(String(entry.message).slice(0, 500));
+        },
+        workers,
+      } as Parameters<typeof convertV4MiniflareOptions>[0]),
+    );
 
   let mf: Miniflare | undefined;
   try {
-    // The worker options wrangler produces are Miniflare 4's shape; Miniflare 5 converts them.
-    const options: Parameters<typeof convertV4MiniflareOptions>[0] = {
-      host: "127.0.0.1",
-      port: 0,
-      resourcePersistencePath: persistDir,
-      // A fixed placeholder for `request.cf`: Miniflare would otherwise fetch one from the internet.
-      cf: false,
-      ...(input.inspectorPort ? { inspectorPort: input.inspectorPort } : {}),
-      log: new Log(LogLevel.WARN),
-      // The app logs one JSON line per event (e.g. "mail not configured" on every registration);
-      // counted here instead of flooding the terminal.
-      handleStructuredLogs: (entry: { level?: string; message?: string }) => {
-        const level = entry.level ?? "log";
-        logs.byLevel[level] = (logs.byLevel[level] ?? 0) + 1;
-        if (level === "error" && logs.errors.length < 5) logs.errors.push(String(entry.message).slice(0, 500));
+    mf = instance(persistDir, [
+      app,
+      { ...shared, name: "counting", modules: modulesOf(input.counting) },
+      { ...shared, name: "appPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.app) },
+      { ...shared, name: "countingPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.counting) },
+      {
+        name: "floor",
+        compatibilityDate: workerOptions.compatibilityDate,
+        compatibilityFlags: workerOptions.compatibilityFlags,
+        d1Databases: workerOptions.d1Databases,
+        unsafeDirectSockets: direct,
+        modules: [{ type: "ESModule", path: "floor-worker.js", contents: readFileSync(input.floorPath) }],
       },
-      workers: [
-        { ...shared, name: "app", modules: modulesOf(input.app) },
-        { ...shared, name: "counting", modules: modulesOf(input.counting) },
-        { ...shared, name: "appPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.app) },
-        { ...shared, name: "countingPrivate", bindings: { ...vars, NOTES_AUTH: "required" }, modules: modulesOf(input.counting) },
-        {
-          name: "floor",
-          compatibilityDate: workerOptions.compatibilityDate,
-          compatibilityFlags: workerOptions.compatibilityFlags,
-          d1Databases: workerOptions.d1Databases,
-          unsafeDirectSockets: direct,
-          modules: [{ type: "ESModule", path: "floor-worker.js", contents: readFileSync(input.floorPath) }],
-        },
-        {
-          name: "floorAuth",
-          compatibilityDate: workerOptions.compatibilityDate,
-          compatibilityFlags: workerOptions.compatibilityFlags,
-          d1Databases: workerOptions.d1Databases,
-          unsafeDirectSockets: direct,
-          bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY },
-          modules: [{ type: "ESModule", path: "floor-auth-worker.js", contents: readFileSync(input.floorAuthPath) }],
-        },
-        {
-          name: "empty",
-          compatibilityDate: workerOptions.compatibilityDate,
-          compatibilityFlags: workerOptions.compatibilityFlags,
-          unsafeDirectSockets: direct,
-          modules: [{ type: "ESModule", path: "empty.js", contents: 'export default { fetch() { return new Response(""); } };' }],
-        },
-      ],
-    } as Parameters<typeof convertV4MiniflareOptions>[0];
-    mf = new Miniflare(convertV4MiniflareOptions(options));
+      {
+        name: "floorAuth",
+        compatibilityDate: workerOptions.compatibilityDate,
+        compatibilityFlags: workerOptions.compatibilityFlags,
+        d1Databases: workerOptions.d1Databases,
+        unsafeDirectSockets: direct,
+        bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY },
+        modules: [{ type: "ESModule", path: "floor-auth-worker.js", contents: readFileSync(input.floorAuthPath) }],
+      },
+      {
+        name: "empty",
+        compatibilityDate: workerOptions.compatibilityDate,
+        compatibilityFlags: workerOptions.compatibilityFlags,
+        unsafeDirectSockets: direct,
+        modules: [{ type: "ESModule", path: "empty.js", contents: 'export default { fetch() { return new Response(""); } };' }],
+      },
+    ], input.inspectorPort);
     await mf.ready;
 
     const urls = {} as Record<WorkerName, string>;
@@ -191,7 +245,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
       await db.batch(statements.map((statement) => db.prepare(statement)));
     }
 
-    const instance = mf;
+    const main = mf;
     return {
       urls,
       inspectorPort: input.inspectorPort,
@@ -206,19 +260,41 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
         ratelimits: Object.keys(workerOptions.ratelimits ?? {}),
         vars: { ...vars, ...(vars.JWT_SECRET_KEY ? { JWT_SECRET_KEY: "(random per run)" } : {}) },
       },
+      async replica() {
+        const copy = temporaryDir("notes-bench-replica-");
+        cpSync(persistDir, copy.path, { recursive: true });
+        foldWriteAheadLogs(join(copy.path, "d1"));
+        const second = instance(copy.path, [app]);
+        try {
+          await second.ready;
+          const url = (await second.unsafeGetDirectURL("app")).href.replace(/\/$/, "");
+          return {
+            url,
+            async dispose() {
+              try {
+                await second.dispose();
+              } finally {
+                copy.remove();
+              }
+            },
+          };
+        } catch (err) {
+          await second.dispose().catch(() => {});
+          copy.remove();
+          throw err;
+        }
+      },
       async dispose() {
         try {
-          await instance.dispose();
+          await main.dispose();
         } finally {
-          removeDir();
-          process.off("exit", removeDir);
+          persisted.remove();
         }
       },
     };
   } catch (err) {
     await mf?.dispose().catch(() => {});
-    removeDir();
-    process.off("exit", removeDir);
+    persisted.remove();
     throw err;
   }
 }
