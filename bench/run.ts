@@ -964,6 +964,7 @@ async function readDuringList(rt: Runtime): Promise<ReadDuringList> {
     floorDuring: meanwhile.floor,
     replicaIdle,
     replicaDuring,
+    replicaListsCompleted: replicaListMs.length,
   };
   if (!(result.p99Ratio <= READ_P99_TARGET)) {
     findings.push(

@@ -102,6 +102,8 @@ export interface ReadDuringList {
    */
   replicaIdle: RunStats;
   replicaDuring: RunStats;
+  /** Lists that completed while the second process's reads were measured. */
+  replicaListsCompleted: number;
 }
 
 export interface BcryptTimings {
@@ -440,8 +442,9 @@ ${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of conten
 The floor reads the same database from another isolate: where its reads slow down as much as ours, the time goes to the
 database (one query at a time) and the process; where ours slow down alone, to our isolate, which also streams the lists.
 The last rows are production's shape: the reads served by a second workerd process (its own thread, like an isolate on
-another machine) from a copy of the database (like a read replica), while the lists stream from the first process. What
-is left of the slowdown there is the two processes, the lists' client and the load generator sharing this machine's cores.
+another machine) from a copy of the database (like a read replica), while the lists stream from the first process
+(${r.replicaListsCompleted} lists completed meanwhile). Here the two processes, the lists' client and the load generator
+still share this machine's cores, which production's isolates, databases and clients do not.
 `
     : "";
   const chartRows = results.chart.map(
