@@ -1,5 +1,5 @@
 /** The results: a text table for the terminal, results.md, results.json and the list-latency SVG chart. */
-import type { RunStats } from "./load.ts";
+import { median, type RunStats } from "./load.ts";
 import type { Options } from "./options.ts";
 
 export interface Summary {
@@ -81,27 +81,46 @@ export interface LargeListPoint {
   slowestD1Ms: number | undefined;
 }
 
+/** One reader's GET /notes/{id} runs: alone, then while the lists stream, a pair per round. */
+export interface ReadPairs {
+  pairs: { idle: RunStats; during: RunStats }[];
+  /** Medians over the pairs of the p50 and the p99 during the lists over alone. */
+  p50Ratio: number;
+  p99Ratio: number;
+}
+
+export function readPairs(pairs: { idle: RunStats; during: RunStats }[]): ReadPairs {
+  return {
+    pairs,
+    p50Ratio: median(pairs.map((p) => p.during.p50 / p.idle.p50)),
+    p99Ratio: median(pairs.map((p) => p.during.p99 / p.idle.p99)),
+  };
+}
+
+/** A reader's median ratio of during over alone, and the lowest and highest pair's: "5.2× (3.1–9.8×)". */
+function ratioAndRange(reader: ReadPairs, pick: (run: RunStats) => number): string {
+  const ratios = reader.pairs.map((p) => pick(p.during) / pick(p.idle));
+  return `${fmt(median(ratios), 1)}× (${fmt(Math.min(...ratios), 1)}–${fmt(Math.max(...ratios), 1)}×)`;
+}
+
 /** GET /notes/{id} alone, and while whole lists of the large notes stream. */
 export interface ReadDuringList {
   connections: number;
   lists: number;
   listNotes: number;
   listMiB: number;
-  idle: RunStats;
-  during: RunStats;
-  listsCompleted: number;
-  listMs: number[];
-  p50Ratio: number;
-  p99Ratio: number;
-  /** The same reads from the floor worker (another isolate, the same database), alone and during our lists. */
-  floorIdle: RunStats;
-  floorDuring: RunStats;
+  /** Ours, in the workerd that streams the lists. */
+  ours: ReadPairs;
+  /** The floor worker: another isolate reading the same database, alone and during our lists. */
+  floor: ReadPairs;
   /**
    * Ours in a second workerd process on a copy of the database (production's shape: another isolate's
    * thread, a read replica), alone and while the lists stream from the first process.
    */
-  replicaIdle: RunStats;
-  replicaDuring: RunStats;
+  replica: ReadPairs;
+  /** Lists that completed while the first process's reads were measured, and their times. */
+  listsCompleted: number;
+  listMs: number[];
   /** Lists that completed while the second process's reads were measured. */
   replicaListsCompleted: number;
 }
@@ -355,12 +374,11 @@ export function largeLines(results: Results): string[] {
   }
   const r = results.readsDuringList;
   if (r) {
+    const ratios = (reader: ReadPairs) => `p99 ${ratioAndRange(reader, (p) => p.p99)}, p50 ${ratioAndRange(reader, (p) => p.p50)}`;
     lines.push(
-      `GET /notes/{id} (${r.connections} connections): p50 ${fmt(r.idle.p50, 2)} / p99 ${fmt(r.idle.p99, 2)} ms alone, ` +
-        `p50 ${fmt(r.during.p50, 2)} / p99 ${fmt(r.during.p99, 2)} ms while ${r.lists} lists of ${fmt(r.listMiB, 0)} MiB stream ` +
-        `(p99 ${fmt(r.p99Ratio, 1)}× alone; ${r.listsCompleted} lists completed meanwhile).`,
-      `The same reads from another workerd process on a copy of the database: p99 ${fmt(r.replicaIdle.p99, 2)} ms alone, ` +
-        `${fmt(r.replicaDuring.p99, 2)} ms while the lists stream from the first (${fmt(r.replicaDuring.p99 / r.replicaIdle.p99, 1)}×).`,
+      `GET /notes/{id} (${r.connections} connections) while ${r.lists} lists of ${fmt(r.listMiB, 0)} MiB stream, against alone ` +
+        `(medians of ${r.ours.pairs.length} pairs): ours ${ratios(r.ours)}; the floor ${ratios(r.floor)}; ` +
+        `ours in a second workerd on a copy of the database ${ratios(r.replica)}.`,
     );
   }
   return lines;
@@ -420,28 +438,27 @@ export function markdown(results: Results): string {
     (p) => `| ${p.notes} | ${fmt(p.mib, 1)} | ${fmt(p.medianMs, 0)} | ${fmt(p.msPerMiB, 1)} | ${p.d1RoundTrips ?? "-"} | ${p.slowestD1Ms ?? "-"} |`,
   );
   const r = results.readsDuringList;
+  const readerRow = (label: string, reader: ReadPairs) =>
+    `| ${label} | ${reader.pairs.map((p) => fmt(p.idle.p99, 2)).join(", ")} | ${reader.pairs.map((p) => fmt(p.during.p99, 2)).join(", ")} | ` +
+    `${ratioAndRange(reader, (p) => p.p99)} | ${ratioAndRange(reader, (p) => p.p50)} |`;
   const readsSection = r
     ? `
 ## GET /notes/{id} while large lists stream
 
 ${r.connections} connections read random small notes for ${m.options.duration} s alone, then for ${m.options.duration} s while ${r.lists} whole lists of the
-${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of content) stream without pause (${r.listsCompleted} lists completed meanwhile${r.listMs.length ? `, ${r.listMs.map((v) => `${fmt(v / 1000, 1)} s`).join(", ")}` : ""}).
+${r.listNotes.toLocaleString("en-US")} notes (${fmt(r.listMiB, 0)} MiB of content) stream without pause, ${r.ours.pairs.length} times
+(${r.listsCompleted} lists completed meanwhile${r.listMs.length ? `, ${r.listMs.map((v) => `${fmt(v / 1000, 1)} s`).join(", ")}` : ""}). Ratios are during the lists
+over alone, per pair: the median, and the lowest and highest pair.
 
-| GET /notes/{id} | req/s | p50 ms | p99 ms | errors |
-|---|---:|---:|---:|---:|
-| alone | ${fmt(r.idle.rps, 1)} | ${fmt(r.idle.p50, 2)} | ${fmt(r.idle.p99, 2)} | ${r.idle.errors} |
-| while ${r.lists} lists stream | ${fmt(r.during.rps, 1)} | ${fmt(r.during.p50, 2)} | ${fmt(r.during.p99, 2)} | ${r.during.errors} |
-| ratio | | ${fmt(r.p50Ratio, 1)}× | ${fmt(r.p99Ratio, 1)}× | |
-| floor (another isolate, same database), alone | ${fmt(r.floorIdle.rps, 1)} | ${fmt(r.floorIdle.p50, 2)} | ${fmt(r.floorIdle.p99, 2)} | ${r.floorIdle.errors} |
-| floor, while our lists stream | ${fmt(r.floorDuring.rps, 1)} | ${fmt(r.floorDuring.p50, 2)} | ${fmt(r.floorDuring.p99, 2)} | ${r.floorDuring.errors} |
-| floor ratio | | ${fmt(r.floorDuring.p50 / r.floorIdle.p50, 1)}× | ${fmt(r.floorDuring.p99 / r.floorIdle.p99, 1)}× | |
-| ours in another process, on a copy of the database, alone | ${fmt(r.replicaIdle.rps, 1)} | ${fmt(r.replicaIdle.p50, 2)} | ${fmt(r.replicaIdle.p99, 2)} | ${r.replicaIdle.errors} |
-| ours in another process, while the lists stream from the first | ${fmt(r.replicaDuring.rps, 1)} | ${fmt(r.replicaDuring.p50, 2)} | ${fmt(r.replicaDuring.p99, 2)} | ${r.replicaDuring.errors} |
-| other process ratio | | ${fmt(r.replicaDuring.p50 / r.replicaIdle.p50, 1)}× | ${fmt(r.replicaDuring.p99 / r.replicaIdle.p99, 1)}× | |
+| GET /notes/{id} from | p99 alone, ms (each pair) | p99 during the lists, ms | p99 ratio | p50 ratio |
+|---|---|---|---|---|
+${readerRow("ours", r.ours)}
+${readerRow("the floor (another isolate, same database)", r.floor)}
+${readerRow("ours in a second workerd, on a copy of the database", r.replica)}
 
 The floor reads the same database from another isolate: where its reads slow down as much as ours, the time goes to the
 database (one query at a time) and the process; where ours slow down alone, to our isolate, which also streams the lists.
-The last rows are production's shape: the reads served by a second workerd process (its own thread, like an isolate on
+The last row is production's shape: the reads served by a second workerd process (its own thread, like an isolate on
 another machine) from a copy of the database (like a read replica), while the lists stream from the first process
 (${r.replicaListsCompleted} lists completed meanwhile). Here the two processes, the lists' client and the load generator
 still share this machine's cores, which production's isolates, databases and clients do not.
