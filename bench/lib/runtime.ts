@@ -145,6 +145,20 @@ function foldWriteAheadLogs(dir: string): void {
   }
 }
 
+/** Stops a workerd instance, then removes its directory, even when stopping fails. */
+async function shutDown(instance: Miniflare, dir: { remove(): void }): Promise<void> {
+  try {
+    await instance.dispose();
+  } finally {
+    dir.remove();
+  }
+}
+
+/** The loopback URL straight into one worker of an instance, without a trailing slash. */
+async function directUrl(instance: Miniflare, worker: string): Promise<string> {
+  return (await instance.unsafeGetDirectURL(worker)).href.replace(/\/$/, "");
+}
+
 export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
   const configPath = join(input.root, "wrangler.toml");
   const config = readConfig({ config: configPath });
@@ -227,7 +241,7 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
 
     const urls = {} as Record<WorkerName, string>;
     for (const name of ["app", "counting", "floor", "floorAuth", "appPrivate", "countingPrivate", "empty"] as const) {
-      urls[name] = (await mf.unsafeGetDirectURL(name)).href.replace(/\/$/, "");
+      urls[name] = await directUrl(mf, name);
     }
     const db = (await mf.getD1Database("DB", "app")) as unknown as D1Like;
     const sql = async (query: string, ...params: unknown[]) => (await db.prepare(query).bind(...params).all()).results;
@@ -267,34 +281,17 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
         const second = instance(copy.path, [app]);
         try {
           await second.ready;
-          const url = (await second.unsafeGetDirectURL("app")).href.replace(/\/$/, "");
-          return {
-            url,
-            async dispose() {
-              try {
-                await second.dispose();
-              } finally {
-                copy.remove();
-              }
-            },
-          };
+          return { url: await directUrl(second, "app"), dispose: () => shutDown(second, copy) };
         } catch (err) {
-          await second.dispose().catch(() => {});
-          copy.remove();
+          await shutDown(second, copy).catch(() => {});
           throw err;
         }
       },
-      async dispose() {
-        try {
-          await main.dispose();
-        } finally {
-          persisted.remove();
-        }
-      },
+      dispose: () => shutDown(main, persisted),
     };
   } catch (err) {
-    await mf?.dispose().catch(() => {});
-    persisted.remove();
+    if (mf) await shutDown(mf, persisted).catch(() => {});
+    else persisted.remove();
     throw err;
   }
 }
