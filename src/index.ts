@@ -1,14 +1,13 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
-import { secureHeaders } from "hono/secure-headers";
 import { AuthMessage } from "./auth/messages";
 import { auth } from "./auth/routes";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./docs/openapi";
 import { docsRoutes } from "./docs/routes";
-import { corsPolicy } from "./lib/guards";
+import { corsPolicy, securityHeaders } from "./lib/guards";
 import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
@@ -40,7 +39,7 @@ const app = new Hono<AppEnv>()
     // answers worth reading (or for all with LOG_REQUESTS=all): a line costs CPU and a logged event.
     if (c.res.status >= 400 || config.logRequests === "all") log.info("request", { status: c.res.status, durationMs: Date.now() - started });
   })
-  .use(secureHeaders())
+  .use(securityHeaders)
   .use(corsPolicy)
   // Each request reads and writes through a D1 session (read replication, see db/client.ts), and every
   // answer carries the session's bookmark for the client to send back on its next request.

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { DOCUMENT_SECURITY_HEADERS } from "../lib/guards";
 import type { AppEnv } from "../types";
 import { describeRoute, json } from "./describe";
 import { openApiDocument, type RegisteredRoute } from "./openapi";
@@ -37,7 +38,7 @@ export function docsRoutes(routesOf: () => readonly RegisteredRoute[]) {
           summary: "Interactive reference",
           responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
         }),
-        (c) => c.html(DOCS_HTML, 200),
+        (c) => c.html(DOCS_HTML, 200, DOCUMENT_SECURITY_HEADERS),
       )
   );
 }

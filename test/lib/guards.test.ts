@@ -69,17 +69,61 @@ describe("request size limits", () => {
   });
 });
 
+/** Every security header Hono's `secureHeaders()` knows of, and the CSP, as an answer carries them (absent ones left out). */
+function securityHeadersOf(response: Response): Record<string, string> {
+  const names = [
+    "content-security-policy",
+    "cross-origin-embedder-policy",
+    "cross-origin-opener-policy",
+    "cross-origin-resource-policy",
+    "origin-agent-cluster",
+    "permissions-policy",
+    "referrer-policy",
+    "strict-transport-security",
+    "x-content-type-options",
+    "x-dns-prefetch-control",
+    "x-download-options",
+    "x-frame-options",
+    "x-permitted-cross-domain-policies",
+    "x-xss-protection",
+  ];
+  return Object.fromEntries(names.flatMap((name) => (response.headers.has(name) ? [[name, response.headers.get(name)!]] : [])));
+}
+
+const API_SECURITY_HEADERS = {
+  "content-security-policy": "frame-ancestors 'none'",
+  "cross-origin-resource-policy": "same-origin",
+  "strict-transport-security": "max-age=15552000; includeSubDomains",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+};
+
+const DOCUMENT_SECURITY_HEADERS = {
+  "cross-origin-opener-policy": "same-origin",
+  "origin-agent-cluster": "?1",
+  "referrer-policy": "no-referrer",
+  "x-dns-prefetch-control": "off",
+  "x-download-options": "noopen",
+  "x-permitted-cross-domain-policies": "none",
+  "x-xss-protection": "0",
+};
+
 describe("headers on every response", () => {
   it.each([
     ["GET", "/notes"],
     ["POST", "/auth/login"],
     ["GET", "/nope"],
-  ])("%s %s carries secure headers and a request id", async (method, path) => {
+    ["GET", "/openapi.json"],
+  ])("%s %s carries an API's security headers, no document's, and a request id", async (method, path) => {
     const response = await call(method, path, method === "POST" ? {} : undefined);
-    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
-    expect(response.headers.get("x-frame-options")).toBe("SAMEORIGIN");
-    expect(response.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
+    expect(securityHeadersOf(response)).toEqual(API_SECURITY_HEADERS);
     expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("gives the /docs page a document's security headers too", async () => {
+    const response = await call("GET", "/docs");
+    expect(response.headers.get("content-type")).toBe("text/html; charset=UTF-8");
+    expect(securityHeadersOf(response)).toEqual({ ...API_SECURITY_HEADERS, ...DOCUMENT_SECURITY_HEADERS });
   });
 
   it("keeps a request id the client sent", async () => {
