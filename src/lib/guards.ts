@@ -45,10 +45,10 @@ export function noStore(applies: (c: Context<AppEnv>) => boolean = () => true): 
 }
 
 /**
- * The security headers of every answer: those OWASP's REST Security Cheat Sheet lists for an API. HTTPS
- * only; no MIME sniffing; never framed (in both spellings, the old and the CSP one); and not readable
- * across origins by a `no-cors` embed (only through CORS, when CORS_ORIGINS allows it). Cache-Control is
- * each area's own (noStore). A page a browser renders adds DOCUMENT_SECURITY_HEADERS.
+ * The security headers of every answer: those OWASP's REST Security Cheat Sheet lists for an API (HTTPS
+ * only; no MIME sniffing; never framed, in both spellings, the old and the CSP one), and one more: not
+ * readable across origins by a `no-cors` embed (only through CORS, when CORS_ORIGINS allows it).
+ * Cache-Control is each area's own (noStore). A page a browser renders adds DOCUMENT_SECURITY_HEADERS.
  */
 const ANSWER_SECURITY_HEADERS: readonly (readonly [string, string])[] = [
   ["Strict-Transport-Security", "max-age=15552000; includeSubDomains"],
