@@ -288,12 +288,16 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });
 
-  it("compares a code at most 5 times: of 40 wrong guesses and the right code under its own id sent together, the right one is refused", async () => {
+  it("compares a code at most 5 times: of 40 wrong guesses under its id sent together; the right code is then refused", async () => {
     const email = await verifiedAccount();
     const { requestId } = await forgotFrom(email, randomIp());
     const [code] = await resetMailCodes(email);
-    const responses = await Promise.all([...Array.from({ length: 40 }, () => resetWith(email, requestId, otherCode(code!))), resetWith(email, requestId, code!)]);
-    expect(tally(responses)).toEqual({ 401: 41 });
+    const responses = await Promise.all(Array.from({ length: 40 }, () => resetWith(email, requestId, otherCode(code!))));
+    expect(tally(responses)).toEqual({ 401: 40 });
+    expect(await triesOf([requestId])).toEqual([5]);
+    // After the burst: within it, the right code could claim one of the five tries (the database's order is
+    // not the client's), and would then rightly reset.
+    expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect(await triesOf([requestId])).toEqual([5]);
     expect((await loginFrom(email, PASSWORD)).status).toBe(200);
   });

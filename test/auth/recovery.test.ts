@@ -270,14 +270,17 @@ describe("POST /auth/reset-password", () => {
     expect((await login(email)).status).toBe(200);
   });
 
-  it("compares at most 5 codes of 40 wrong ones and the right one sent together, and refuses the right one", async () => {
+  it("compares at most 5 of 40 wrong codes sent together, and then refuses the right one", async () => {
     const email = await account();
     const code = await resetCode(email);
-    const responses = await Promise.all([...Array.from({ length: 40 }, () => reset(email, otherCode(code))), reset(email, code)]);
+    const responses = await Promise.all(Array.from({ length: 40 }, () => reset(email, otherCode(code))));
 
-    // Five tries were claimed and compared; the other 36 found the code void before any comparison.
-    expect(tally(responses)).toEqual({ 401: 41 });
-    expect(await textOf(responses.at(-1)!)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    // Five tries were claimed and compared; the other 35 found the code void before any comparison.
+    expect(tally(responses)).toEqual({ 401: 40 });
+    expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
+    // The right code arrives after the burst (sent within it, it may claim one of the five tries, and then
+    // rightly resets: which request the database serves first is not the client's order).
+    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     expect((await login(email)).status).toBe(200);
     expect(await textOf(await login(email, NEW_PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
