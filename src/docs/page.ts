@@ -1,3 +1,5 @@
+import { base64, sha256 } from "../lib/tokens";
+
 /**
  * GET /docs: an interactive reference built in the browser from /openapi.json. Self-contained (no CDN,
  * no outside request): a few KB of HTML, CSS and script, served by the Worker itself. Every operation
@@ -142,3 +144,34 @@ export const DOCS_HTML = `<!doctype html>
 </body>
 </html>
 `;
+
+/** The text of the page's one inline `<style>` or `<script>`, as a browser hashes it. */
+function inlineText(tag: "style" | "script"): string {
+  const start = DOCS_HTML.indexOf(`<${tag}>`) + `<${tag}>`.length;
+  return DOCS_HTML.slice(start, DOCS_HTML.indexOf(`</${tag}>`, start));
+}
+
+const hashSource = async (text: string) => `'sha256-${base64(await sha256(text))}'`;
+
+let policy: Promise<string> | undefined;
+
+/**
+ * The page's Content-Security-Policy: its own inline style and script, named by their SHA-256, and nothing
+ * else but requests to this origin (the document and the forms' calls) and its empty `data:` icon. A
+ * script injected into the page would not run, nor send the token pasted into it anywhere. Worked out once
+ * per isolate, from the page itself.
+ */
+export function docsContentSecurityPolicy(): Promise<string> {
+  policy ??= (async () =>
+    [
+      "default-src 'none'",
+      `script-src ${await hashSource(inlineText("script"))}`,
+      `style-src ${await hashSource(inlineText("style"))}`,
+      "connect-src 'self'",
+      "img-src data:",
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'",
+    ].join("; "))();
+  return policy;
+}

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
-import { DOCUMENT_SECURITY_HEADERS } from "../lib/guards";
+import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../lib/guards";
 import type { AppEnv } from "../types";
 import { describeRoute, json } from "./describe";
 import { openApiDocument, type RegisteredRoute } from "./openapi";
-import { DOCS_HTML } from "./page";
+import { DOCS_HTML, docsContentSecurityPolicy } from "./page";
 
 const docsTag = ["docs"];
 
@@ -38,7 +38,7 @@ export function docsRoutes(routesOf: () => readonly RegisteredRoute[]) {
           summary: "Interactive reference",
           responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
         }),
-        (c) => c.html(DOCS_HTML, 200, DOCUMENT_SECURITY_HEADERS),
+        async (c) => c.html(DOCS_HTML, 200, { ...DOCUMENT_SECURITY_HEADERS, [CONTENT_SECURITY_POLICY]: await docsContentSecurityPolicy() }),
       )
   );
 }

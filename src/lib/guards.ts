@@ -46,22 +46,26 @@ export function noStore(applies: (c: Context<AppEnv>) => boolean = () => true): 
 
 /**
  * The security headers of every answer: those OWASP's REST Security Cheat Sheet lists for an API (HTTPS
- * only; no MIME sniffing; never framed, in both spellings, the old and the CSP one), and one more: not
- * readable across origins by a `no-cors` embed (only through CORS, when CORS_ORIGINS allows it).
+ * only; no MIME sniffing; never framed, in both spellings, the old and the CSP one below), and one more:
+ * not readable across origins by a `no-cors` embed (only through CORS, when CORS_ORIGINS allows it).
  * Cache-Control is each area's own (noStore). A page a browser renders adds DOCUMENT_SECURITY_HEADERS.
  */
 const ANSWER_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Strict-Transport-Security": "max-age=15552000; includeSubDomains",
   "X-Content-Type-Options": "nosniff",
   "X-Frame-Options": "DENY",
-  "Content-Security-Policy": "frame-ancestors 'none'",
   "Cross-Origin-Resource-Policy": "same-origin",
 };
+
+export const CONTENT_SECURITY_POLICY = "Content-Security-Policy";
+/** The policy of an answer that brings none of its own: never framed. A document sets its own, stricter one. */
+const NEVER_FRAMED = "frame-ancestors 'none'";
 
 /**
  * The headers only a document (an HTML page) reads, for the one page we serve (the reference at /docs):
  * how it opens windows and sends referrers, and the switches of older browsers. A JSON or text answer
- * that carries them only grows by some 200 bytes (docs/security.md).
+ * that carries them only grows by some 200 bytes (docs/security.md). The page's Content-Security-Policy is
+ * its own (docsContentSecurityPolicy, beside the page).
  */
 export const DOCUMENT_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Cross-Origin-Opener-Policy": "same-origin",
@@ -76,11 +80,15 @@ export const DOCUMENT_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 /** Listed once per isolate rather than once per answer. */
 const answerSecurityHeaders = Object.entries(ANSWER_SECURITY_HEADERS);
 
-/** Sets ANSWER_SECURITY_HEADERS on every answer, whichever part of the app made it (errors included). */
+/**
+ * Sets ANSWER_SECURITY_HEADERS on every answer, whichever part of the app made it (errors included), and
+ * a Content-Security-Policy on those that bring none (every answer but the /docs page).
+ */
 export const securityHeaders = createMiddleware(async (c, next) => {
   await next();
   const { headers } = c.res;
   for (const [name, value] of answerSecurityHeaders) headers.set(name, value);
+  if (!headers.has(CONTENT_SECURITY_POLICY)) headers.set(CONTENT_SECURITY_POLICY, NEVER_FRAMED);
 });
 
 /** Refuses bodies over `maxBytes` with a 413 in the area's format, before anything reads them. */

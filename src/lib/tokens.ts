@@ -46,10 +46,14 @@ const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 /** A user id as the `id` claim holds it: canonical decimal, no sign, no leading zero, no white space. */
 const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
 
-export function base64url(bytes: Uint8Array): string {
+export function base64(bytes: Uint8Array): string {
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(binary);
+}
+
+export function base64url(bytes: Uint8Array): string {
+  return base64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 export function fromBase64url(text: string): Uint8Array {
@@ -57,10 +61,14 @@ export function fromBase64url(text: string): Uint8Array {
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
 
+/** SHA-256 of a text's UTF-8 bytes. */
+export async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
 /** SHA-256 of a text, in hex: what is stored of a high-entropy token, and what a request is compared by. */
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return [...(await sha256(text))].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** A new session id: 128 bits from the runtime's CSPRNG. */

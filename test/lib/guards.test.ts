@@ -120,10 +120,25 @@ describe("headers on every response", () => {
     expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it("gives the /docs page a document's security headers too", async () => {
+  it("gives the /docs page a document's security headers too, and a policy that runs only its own style and script", async () => {
     const response = await call("GET", "/docs");
     expect(response.headers.get("content-type")).toBe("text/html; charset=UTF-8");
-    expect(securityHeadersOf(response)).toEqual({ ...API_SECURITY_HEADERS, ...DOCUMENT_SECURITY_HEADERS });
+    const page = await response.text();
+    // The page has one inline style and one inline script, no other source of either, and no inline handler.
+    expect(page.match(/<(script|style|link)\b[^>]*>/g)).toEqual(["<link rel=\"icon\" href=\"data:,\">", "<style>", "<script>"]);
+    expect(page).not.toMatch(/\son[a-z]+=|\sstyle=/);
+    const hashOf = async (tag: string) => {
+      const text = new RegExp(`<${tag}>([\\s\\S]*)</${tag}>`).exec(page)![1]!;
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+      return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
+    };
+    expect(securityHeadersOf(response)).toEqual({
+      ...API_SECURITY_HEADERS,
+      ...DOCUMENT_SECURITY_HEADERS,
+      "content-security-policy":
+        `default-src 'none'; script-src ${await hashOf("script")}; style-src ${await hashOf("style")}; ` +
+        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    });
   });
 
   it("keeps a request id the client sent", async () => {
