@@ -89,17 +89,22 @@ export interface ReadPairs {
   p99Ratio: number;
 }
 
-export function readPairs(pairs: { idle: RunStats; during: RunStats }[]): ReadPairs {
+/** Per pair, a latency while the lists stream over the same latency alone. */
+function duringOverAlone(pairs: ReadPairs["pairs"], pick: (run: RunStats) => number): number[] {
+  return pairs.map((p) => pick(p.during) / pick(p.idle));
+}
+
+export function readPairs(pairs: ReadPairs["pairs"]): ReadPairs {
   return {
     pairs,
-    p50Ratio: median(pairs.map((p) => p.during.p50 / p.idle.p50)),
-    p99Ratio: median(pairs.map((p) => p.during.p99 / p.idle.p99)),
+    p50Ratio: median(duringOverAlone(pairs, (run) => run.p50)),
+    p99Ratio: median(duringOverAlone(pairs, (run) => run.p99)),
   };
 }
 
 /** A reader's median ratio of during over alone, and the lowest and highest pair's: "5.2× (3.1–9.8×)". */
 function ratioAndRange(reader: ReadPairs, pick: (run: RunStats) => number): string {
-  const ratios = reader.pairs.map((p) => pick(p.during) / pick(p.idle));
+  const ratios = duringOverAlone(reader.pairs, pick);
   return `${fmt(median(ratios), 1)}× (${fmt(Math.min(...ratios), 1)}–${fmt(Math.max(...ratios), 1)}×)`;
 }
 
