@@ -91,6 +91,21 @@ export default defineConfig(
     },
   },
 
+  {
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          // `LIMIT ${n}` in an sql`` template, not followed by an operator: a bare `LIMIT ?`.
+          selector: "TemplateElement[value.raw=/\\bLIMIT\\s*$/i] + TemplateElement:not([value.raw=/^\\s*[-+*]/])",
+          message:
+            "A bare bound LIMIT makes SQLite compile the statement again every time it is bound: write the value into an expression (`LIMIT ${n} + 1`) or use a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
+        },
+      ],
+    },
+  },
+
   // Plain JavaScript is linted without types (no tsconfig covers it); it only needs its globals.
   { files: ["eslint.config.js"], languageOptions: { globals: globals.node } },
   // A module worker: the Workers runtime's globals are the service worker ones (Response, fetch, …).

@@ -107,7 +107,7 @@ function pageQueries(db: Database, owner: number, after: number, limit: number) 
     UNION ALL
     SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}
     FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, owner), gt(noteTombstones.seq, after))}
-    ORDER BY seq LIMIT ${limit + 1}`;
+    ORDER BY seq LIMIT ${limit} + 1`;
   const page = db
     .select({
       type: sql<"upsert" | "delete">`type`,

@@ -71,24 +71,22 @@ const between = (lo: SQL, hi: SQL, owner?: SQL<number>) => and(gt(notes.id, lo),
  */
 const noteSize = sql<number>`octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD}`;
 
-/** The first `rows` notes of the range with their estimated JSON bytes. */
-function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
-  return sql`SELECT ${notes.id} AS id, ${noteSize} AS size FROM ${notes} WHERE ${between(p.after, p.upTo, owner)} ORDER BY ${notes.id} LIMIT ${p.rows}`;
-}
-
 /**
- * The id of the range's `rows`-th note, or null when it holds fewer: the end of the page, found from the
- * index (or the rowids) without reading a note.
+ * The first `rows` notes of the range (the page), as a condition: ids up to the `rows`-th, found from the
+ * index (or the rowids) without reading a note, or the whole range when it holds fewer. Not an ordered
+ * `LIMIT ?` subquery: SQLite compiles a statement again whenever a bare `LIMIT ?` is bound, which nearly
+ * doubled the time of a page's statement (docs/performance.md, round 15).
  */
-function pageEnd(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
-  return sql`(SELECT ${notes.id} FROM ${notes} WHERE ${between(p.after, p.upTo, owner)} ORDER BY ${notes.id} LIMIT 1 OFFSET ${p.rows} - 1)`;
+function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
+  const end = sql`(SELECT ${notes.id} FROM ${notes} WHERE ${between(p.after, p.upTo, owner)} ORDER BY ${notes.id} LIMIT 1 OFFSET ${p.rows} - 1)`;
+  return between(p.after, sql`coalesce(${end}, ${p.upTo})`, owner);
 }
 
 /**
  * The first `rows` notes of the range (the page) as one chunk, when they fit `budget` bytes of JSON; when
  * they do not, no note (`last` and `items` null, `pageCount` above 0) but their count and bytes, from
- * which the caller sizes its next query (`listNotes`). The page ends where the index says (pageEnd) and
- * is sized from the notes' stored lengths (noteSize), so a query reads the content of one chunk at most,
+ * which the caller sizes its next query (`listNotes`). The page is found from the index (pageOf) and
+ * sized from the notes' stored lengths (noteSize), so a query reads the content of one chunk at most,
  * and SQLite writes the chunk's JSON: the Worker only passes the text on.
  * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the (user_id, id)
  * index.
@@ -99,13 +97,9 @@ function pageEnd(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
 export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
   const owner = caller?.userId;
   const within = (lo: SQL, hi: SQL) => between(lo, hi, owner);
-  // The page's sizes are summed over the range up to its end, in one plain scan: SQLite runs that in half
-  // to two thirds of the time of the same sum over `pageOf`, an ordered LIMIT subquery (docs/performance.md,
-  // round 15).
   const cut = sql`(
     SELECT CASE WHEN bytes <= ${p.budget} THEN page_last END AS last, page_last, page_count, bytes
-    FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes
-      FROM ${notes} WHERE ${within(p.after, sql`coalesce(${pageEnd(p, owner)}, ${p.upTo})`)})
+    FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes FROM ${notes} WHERE ${pageOf(p, owner)})
   ) AS cut`;
   return db
     .select({
@@ -129,7 +123,7 @@ export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller)
 export const fittingRowsQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) =>
   db
     .select({ rows: sql<number>`max(1, count(*) FILTER (WHERE reach <= ${p.budget}))`.as("rows") })
-    .from(sql`(SELECT sum(size) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS reach FROM (${pageOf(p, caller?.userId)}))`),
+    .from(sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller?.userId)})`),
 );
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
