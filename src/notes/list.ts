@@ -96,19 +96,18 @@ function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
  */
 export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
   const owner = caller?.userId;
-  const within = (lo: SQL, hi: SQL) => between(lo, hi, owner);
   const cut = sql`(
     SELECT CASE WHEN bytes <= ${p.budget} THEN page_last END AS last, page_last, page_count, bytes
     FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes FROM ${notes} WHERE ${pageOf(p, owner)})
   ) AS cut`;
   return db
     .select({
-      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${within(p.after, sql`cut.last`)})`.as("items"),
+      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, owner)})`.as("items"),
       last: sql<number | null>`last`.as("last"),
       pageLast: sql<number | null>`page_last`.as("pageLast"),
       pageCount: sql<number>`page_count`.as("pageCount"),
       pageBytes: sql<number | null>`bytes`.as("pageBytes"),
-      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${within(sql`cut.page_last`, p.upTo)})`.as("beyondPage"),
+      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, owner)})`.as("beyondPage"),
       // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
       version: listVersion(owner).as("version"),
     })
