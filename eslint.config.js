@@ -102,6 +102,12 @@ export default defineConfig(
           message:
             "A bare bound LIMIT makes SQLite compile the statement again every time it is bound: write the value into an expression (`LIMIT ${n} + 1`) or use a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
         },
+        {
+          // Drizzle's `.limit(n)` binds `n` as a bare `LIMIT ?`; a rate limiter's `.limit({ key })` takes an object.
+          selector: "CallExpression[callee.property.name='limit'][arguments.0.type!='ObjectExpression']",
+          message:
+            "Drizzle's .limit(n) binds a bare LIMIT, which makes SQLite compile the statement again every time: write the LIMIT in sql`` as an expression or a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
+        },
       ],
     },
   },
