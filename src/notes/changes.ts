@@ -12,7 +12,7 @@ import { queryParams } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
 import { etagOf, ownerOf, PUBLIC_OWNER } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
-import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
+import { estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { NoteMessage, noteJsonText, safeInteger, type NoteJson } from "./schemas";
 
@@ -102,7 +102,7 @@ const CHANGE_JSON_OVERHEAD = NOTE_JSON_OVERHEAD + 64;
 function pageQueries(db: Database, owner: number, after: number, limit: number) {
   const ownedNotes = owner === PUBLIC_OWNER ? isNull(notes.userId) : eq(notes.userId, owner);
   const changes = sql`SELECT 'upsert' AS type, ${notes.id} AS id, ${notes.revision} AS seq,
-      octet_length(${notes.title}) + octet_length(${notes.content}) + ${CHANGE_JSON_OVERHEAD} AS size
+      ${estimatedJsonBytes(CHANGE_JSON_OVERHEAD)} AS size
     FROM ${notes} WHERE ${and(ownedNotes, gt(notes.revision, after))}
     UNION ALL
     SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}

@@ -66,10 +66,14 @@ type ChunkValues = ListRange & { rows: number; budget: number };
 const between = (lo: SQL, hi: SQL, owner?: SQL<number>) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
 
 /**
- * A note's estimated JSON bytes, from its stored lengths alone: SQLite reads a value's length from the row
- * header, without its content.
+ * The estimated JSON bytes of a note with `overhead` bytes around its title and content, from their stored
+ * lengths alone: SQLite reads a value's length from the row header, without its content.
  */
-const noteSize = sql<number>`octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD}`;
+export const estimatedJsonBytes = (overhead: number) =>
+  sql<number>`octet_length(${notes.title}) + octet_length(${notes.content}) + ${overhead}`;
+
+/** A note's estimated JSON bytes in a list. */
+export const noteSize = estimatedJsonBytes(NOTE_JSON_OVERHEAD);
 
 /**
  * The first `rows` notes of the range (the page), as a condition: ids up to the `rows`-th, found from the

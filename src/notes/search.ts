@@ -4,7 +4,7 @@ import type { Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/tokens";
 import type { Database } from "../types";
-import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, ownedBy } from "./list";
+import { LIST_CHUNK_BYTES, noteSize, ownedBy } from "./list";
 import { noteJsonText } from "./schemas";
 
 /**
@@ -57,7 +57,7 @@ export function matchExpression(q: string): string {
  */
 function searchOf(db: Database, p: Placeholders<SearchValues>, owner?: SQL<number>) {
   const ranked = sql`SELECT ${notes.id} AS id, bm25(notes_fts, ${sql.raw(String(TITLE_WEIGHT))}, ${sql.raw(String(CONTENT_WEIGHT))}) AS score,
-      octet_length(${notes.title}) + octet_length(${notes.content}) + ${NOTE_JSON_OVERHEAD} AS size
+      ${noteSize} AS size
     FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
     WHERE ${and(sql`notes_fts MATCH ${p.match}`, ownedBy(owner))}
     ORDER BY score, id LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
