@@ -45,6 +45,8 @@ import {
   largeLines,
   latencySvg,
   markdown,
+  pollVerdicts,
+  pollVerdictText,
   readPairs,
   summarize,
   textTable,
@@ -1345,6 +1347,10 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
     const mainPart = `; main thread ${fmt(row.oursMainMs, 2)} ms${row.floorMainMs === undefined ? "" : `, floor ${fmt(row.floorMainMs, 2)} ms`}`;
     log(`  ${c.label}: ${fmt(row.oursMs, 2)} ms (${ours.map((v) => fmt(v, 2)).join(", ")})${floorPart}${mainPart}`);
     if (row.oursMs > 10) observations.push(`CPU time: ${c.label} takes ${fmt(row.oursMs, 1)} ms per request, over the Workers Free plan's 10 ms.`);
+  }
+  for (const verdict of pollVerdicts(rows)) {
+    log(`  ${pollVerdictText(verdict)}`);
+    if (!verdict.met) findings.push(`${pollVerdictText(verdict)}.`);
   }
   return rows;
 }

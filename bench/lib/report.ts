@@ -404,6 +404,41 @@ export function featureLines(results: Results): string[] {
   ];
 }
 
+/**
+ * The polling target (the performance issue: a poll "costs about what a single-note read costs", at 100
+ * notes and at 10,000), read as at most this many times a read's CPU; bench/README.md says why.
+ */
+export const POLL_OVER_READ_TARGET = 1.5;
+
+/** The CPU rows compared for the polling target: each poll's, and the single read's. */
+const POLL_KEYS = ["poll-100", "poll-10000"];
+const READ_KEY = "get-note";
+
+export interface PollVerdict {
+  label: string;
+  pollMs: number;
+  readMs: number;
+  overRead: number;
+  met: boolean;
+}
+
+/** Each measured poll's CPU against the single read's, with the target's verdict (none without a read). */
+export function pollVerdicts(rows: readonly CpuRow[]): PollVerdict[] {
+  const read = rows.find((row) => row.key === READ_KEY && !row.skipped);
+  if (!read) return [];
+  return rows
+    .filter((row) => POLL_KEYS.includes(row.key) && !row.skipped)
+    .map((row) => {
+      const overRead = row.oursMs / read.oursMs;
+      return { label: row.label, pollMs: row.oursMs, readMs: read.oursMs, overRead, met: overRead <= POLL_OVER_READ_TARGET };
+    });
+}
+
+/** The verdict as one sentence, for the report and its findings. */
+export function pollVerdictText(v: PollVerdict): string {
+  return `${v.label}: ${fmt(v.pollMs, 2)} ms, ${fmt(v.overRead, 2)}× a single read's ${fmt(v.readMs, 2)} ms (target ≤ ${POLL_OVER_READ_TARGET}×: ${v.met ? "met" : "MISSED"})`;
+}
+
 /** The CPU table: per endpoint, ours and the floor's, against the Free plan's 10 ms. */
 export function cpuLines(results: Results): string[] {
   if (!results.cpu.length) return [];
@@ -423,6 +458,13 @@ export function cpuLines(results: Results): string[] {
     );
   }
   return lines;
+}
+
+/** Polling against its target, under the CPU table (nothing when no poll or no read was measured). */
+function pollLines(results: Results): string {
+  const verdicts = pollVerdicts(results.cpu);
+  if (!verdicts.length) return "";
+  return `\nPolling, a matching \`If-None-Match\` answered 304 (about a single read's CPU):\n\n${verdicts.map((v) => `- ${pollVerdictText(v)}.`).join("\n")}\n`;
 }
 
 export function bundleLines(results: Results): string[] {
@@ -521,7 +563,7 @@ thread" columns count workerd's main thread alone, which runs every isolate and 
 waits on. The process's other threads are V8's garbage collection and compilers, and workerd's own.
 
 ${cpuLines(results).join("\n") || "Not measured in this run."}
-
+${pollLines(results)}
 ## What each feature of the write path costs
 
 Short notes written one statement at a time straight to D1 (200 of each, medians of the time from Node, round trip
