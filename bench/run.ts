@@ -47,6 +47,7 @@ import {
   markdown,
   pollVerdicts,
   pollVerdictText,
+  READ_P99_TARGET,
   readPairs,
   summarize,
   textTable,
@@ -1074,9 +1075,6 @@ async function searchIndexing(rt: Runtime): Promise<void> {
     observations.push(line);
   }
 }
-
-/** The performance issue: reads during large lists within 3 times their p99 alone. */
-const READ_P99_TARGET = 3;
 
 // ---------------------------------------------------------------------------------------------------
 // bcrypt inside workerd, and login against one compare
