@@ -472,7 +472,7 @@ export function cpuLines(results: Results): string[] {
 function pollLines(results: Results): string {
   const verdicts = pollVerdicts(results.cpu);
   if (!verdicts.length) return "";
-  return `\nPolling, a matching \`If-None-Match\` answered 304 (about a single read's CPU):\n\n${verdicts.map((v) => `- ${pollVerdictText(v)}.`).join("\n")}\n`;
+  return `\n\nPolling, a matching \`If-None-Match\` answered 304 (about a single read's CPU):\n\n${verdicts.map((v) => `- ${pollVerdictText(v)}.`).join("\n")}`;
 }
 
 export function bundleLines(results: Results): string[] {
@@ -573,8 +573,8 @@ Cloudflare does not bill to the Worker: an upper bound. "floor" is the bare work
 thread" columns count workerd's main thread alone, which runs every isolate and SQLite: what throughput under load
 waits on. The process's other threads are V8's garbage collection and compilers, and workerd's own.
 
-${cpuLines(results).join("\n") || "Not measured in this run."}
-${pollLines(results)}
+${cpuLines(results).join("\n") || "Not measured in this run."}${pollLines(results)}
+
 ## What each feature of the write path costs
 
 Short notes written one statement at a time straight to D1 (200 of each, medians of the time from Node, round trip
