@@ -8,7 +8,7 @@
  *
  * - Every response carries `X-Bench-D1-Queries`: the round trips made while the request was handled,
  *   up to the moment the response was returned.
- * - `GET /__bench/d1-stats` returns the running totals `{ requests, queries, late }`; `late` counts
+ * - `GET /__bench/d1-stats` returns the running totals `{ requests, queries, late, rowsWritten }`; `late` counts
  *   round trips made after the response was returned (a streamed body, `waitUntil`), which the header
  *   cannot show; they are attributed to the last request, which is right when requests come one by one. The runner takes the difference of the totals around its requests. `last` lists the
  *   round trips of the most recent request (method and SQL), the evidence behind a count, and
@@ -32,7 +32,8 @@ interface Counter {
   statements: string[];
 }
 
-const totals = { requests: 0, queries: 0, late: 0 };
+/** `rowsWritten`: D1's `meta.rows_written` summed over every answer that reports it (see `countRowsWritten`). */
+const totals = { requests: 0, queries: 0, late: 0, rowsWritten: 0 };
 /** The round trips of the most recent request (later ones are appended as they happen). */
 let lastStatements: string[] = [];
 /** The longest round trip of the most recent request, in milliseconds. */
@@ -46,9 +47,25 @@ function roundTrip(what: string, run: () => unknown): unknown {
   const started = Date.now();
   const result = run();
   if (!(result instanceof Promise)) return result;
-  return result.finally(() => {
-    lastSlowestMs = Math.max(lastSlowestMs, Date.now() - started);
-  });
+  return result
+    .then((answer: unknown) => {
+      countRowsWritten(answer);
+      return answer;
+    })
+    .finally(() => {
+      lastSlowestMs = Math.max(lastSlowestMs, Date.now() - started);
+    });
+}
+
+/**
+ * Adds the rows D1 says a round trip wrote (index entries included): `all`, `run` and each statement of a
+ * `batch` answer with their `meta`; `first` and `raw` answer rows only, so their writes go uncounted.
+ */
+function countRowsWritten(answer: unknown): void {
+  for (const result of Array.isArray(answer) ? answer : [answer]) {
+    const written = (result as { meta?: { rows_written?: unknown } } | null)?.meta?.rows_written;
+    if (typeof written === "number") totals.rowsWritten += written;
+  }
 }
 
 function countRoundTrip(what: string): void {

@@ -582,7 +582,9 @@ included), with every feature on, then with the feature's triggers dropped (the 
 afterwards); rows written are D1's \`meta.rows_written\` (index entries included). The last column is the same write through
 the app under load (\`POST /notes\`, \`PATCH /notes/{id}\`, ${m.options.connections} connections): requests/s with the feature's triggers and
 without them, the medians of alternating runs (the triggers are put back after each run without). The idempotency key is
-measured through the app (CPU per request, as above).
+measured through the app, a \`POST /notes\` with a new key each time against one without: its "ms" are CPU per request
+(as above), its rows written D1's over whole requests (the counting build, one request at a time), its requests/s as
+for the triggers.
 
 ${featureLines(results).join("\n") || "Not measured in this run."}
 
