@@ -1349,8 +1349,9 @@ async function cpuTimes(rt: Runtime): Promise<CpuRow[]> {
     if (row.oursMs > 10) observations.push(`CPU time: ${c.label} takes ${fmt(row.oursMs, 1)} ms per request, over the Workers Free plan's 10 ms.`);
   }
   for (const verdict of pollVerdicts(rows)) {
-    log(`  ${pollVerdictText(verdict)}`);
-    if (!verdict.met) findings.push(`${pollVerdictText(verdict)}.`);
+    const text = pollVerdictText(verdict);
+    log(`  ${text}`);
+    if (!verdict.met) findings.push(`${text}.`);
   }
   return rows;
 }
