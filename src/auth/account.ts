@@ -1,11 +1,11 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { emailChangeReverts, loginFailures, noteClocks, notes, noteTombstones, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
-import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
+import { badJson, describeRoute, json, ref, text, throttled } from "../lib/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";

@@ -4,7 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
 import { compile, rowsOf, type Bound, type Placeholders, type Query, type Statement } from "../db/compiled";
 import { sessions } from "../db/schema";
-import { verifyAccessToken, type AccessClaims } from "../lib/tokens";
+import { verifyAccessToken, type AccessClaims } from "../lib/access-token";
 import type { AppEnv, Database } from "../types";
 import { AuthMessage } from "./messages";
 

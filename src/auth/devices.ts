@@ -1,4 +1,5 @@
-import { base64url, fromBase64url, macKey, newSessionId } from "../lib/tokens";
+import { macKey, randomId } from "../lib/crypto";
+import { base64url, fromBase64url } from "../lib/encoding";
 import { DAY, SECOND } from "../lib/units";
 
 /**
@@ -30,7 +31,7 @@ function payload(deviceId: string, expiresAt: number, email: string, passwordHas
 }
 
 /** A token for the device `deviceId` (a new device when absent), the normalized address `email` and its password hash. */
-export async function issueDeviceToken(secret: string, email: string, passwordHash: string, nowMs: number, deviceId = newSessionId()): Promise<string> {
+export async function issueDeviceToken(secret: string, email: string, passwordHash: string, nowMs: number, deviceId = randomId()): Promise<string> {
   const expiresAt = Math.floor(nowMs / 1000) + DEVICE_TOKEN_TTL_SECONDS;
   const mac = await crypto.subtle.sign("HMAC", await macKey(secret, PURPOSE), payload(deviceId, expiresAt, email, passwordHash));
   return `${deviceId}.${expiresAt}.${base64url(new Uint8Array(mac))}`;

@@ -1,4 +1,4 @@
-import { bearerOnly, ref, text, throttled, type Json } from "../docs/describe";
+import { bearerOnly, ref, text, throttled, type Json } from "../lib/describe";
 import { AUTH_BODY_LIMIT_BYTES } from "./limits";
 import { AuthMessage } from "./messages";
 

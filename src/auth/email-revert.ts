@@ -1,10 +1,11 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { emailChangeReverts, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
-import { badJson, describeRoute, text } from "../docs/describe";
+import { badJson, describeRoute, text } from "../lib/describe";
 import { maskEmail } from "../lib/log";
 import { NO_PASSWORD } from "../lib/password";
-import { base64url, sha256Hex } from "../lib/tokens";
+import { sha256Hex } from "../lib/crypto";
+import { base64url } from "../lib/encoding";
 import { DAY } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";

@@ -2,7 +2,7 @@ import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { mfaFactors, mfaRecoveryCodes, sessions, users } from "../db/schema";
 import { verifyPassword } from "../lib/password";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { callerSession, unauthorized, type CallerEnv } from "./caller";
 import { PASSWORD_CHECKS_PER_SESSION } from "./limits";

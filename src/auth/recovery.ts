@@ -1,11 +1,11 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { loginFailures, oneTimeCodes, resetRequests, sessions, users } from "../db/schema";
-import { badJson, describeRoute, json, text, throttled } from "../docs/describe";
+import { badJson, describeRoute, json, text, throttled } from "../lib/describe";
 import { clientKey } from "../lib/client-key";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";
-import { newSessionId } from "../lib/tokens";
+import { randomId } from "../lib/crypto";
 import { MINUTE } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
@@ -110,7 +110,7 @@ export const recovery = new Hono<AppEnv>()
     // A request id for every address (unknown, unverified, verified, or out of mail allowance), one round
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
     // timing tells whether the address has an account.
-    const requestId = newSessionId();
+    const requestId = randomId();
     const { issued, skipped } = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { users } from "../db/schema";
-import { badJson, describeRoute, text, throttled } from "../docs/describe";
+import { badJson, describeRoute, text, throttled } from "../lib/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { hashPassword } from "../lib/password";

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
-import { clientRateLimit, limitBody, noStore } from "../lib/guards";
+import { clientRateLimit, limitBody } from "../lib/request-limits";
+import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import type { AppEnv } from "../types";
 import { account } from "./account";

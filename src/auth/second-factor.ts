@@ -2,7 +2,7 @@ import { and, count, eq, lt, sql } from "drizzle-orm";
 import type { Config } from "../config";
 import { mfaFactors, mfaRecoveryCodes } from "../db/schema";
 import { open, seal, sealedUnder } from "../lib/secret-box";
-import { sha256Hex } from "../lib/tokens";
+import { sha256Hex } from "../lib/crypto";
 import { matchingStep } from "../lib/totp";
 import type { Database } from "../types";
 

@@ -1,14 +1,9 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import { sessions, users } from "../db/schema";
 import { DAY } from "../lib/units";
-import {
-  ACCESS_TOKEN_TTL_SECONDS,
-  newSessionId,
-  refreshTokenFor,
-  signAccessToken,
-  type AccessClaims,
-  type RefreshClaims,
-} from "../lib/tokens";
+import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken, type AccessClaims } from "../lib/access-token";
+import { randomId } from "../lib/crypto";
+import { refreshTokenFor, type RefreshClaims } from "../lib/refresh-token";
 import type { AppEnv, Database } from "../types";
 
 /** Server-side sessions: one per login, checked wherever an access token is. */
@@ -34,7 +29,7 @@ export function shortUserAgent(header: string | undefined): string | null {
  * of the account, starts no session (and hits no foreign key). Returns nothing then.
  */
 export function createSession(db: Database, userId: number, checkedHash: string, userAgent: string | null, now: number) {
-  const id = newSessionId();
+  const id = randomId();
   const query = db
     .insert(sessions)
     .select(

@@ -1,11 +1,11 @@
 import { and, desc, eq, gt, ne, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { mfaFactors, sessions, users } from "../db/schema";
-import { badJson, describeRoute, json, ref, text, throttled } from "../docs/describe";
+import { badJson, describeRoute, json, ref, text, throttled } from "../lib/describe";
 import { tooManyRequests } from "../lib/http";
 import { maskEmail } from "../lib/log";
 import { verifyPassword } from "../lib/password";
-import { readRefreshToken } from "../lib/tokens";
+import { readRefreshToken } from "../lib/refresh-token";
 import { MINUTE, SECOND } from "../lib/units";
 import { jsonBody } from "../lib/validation";
 import type { AppEnv } from "../types";

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { ACCESS_TOKEN_TTL_SECONDS } from "../lib/tokens";
+import { ACCESS_TOKEN_TTL_SECONDS } from "../lib/access-token";
 import { DAY, SECOND } from "../lib/units";
 import { DEVICE_TOKEN_TTL_SECONDS } from "./devices";
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./session-store";

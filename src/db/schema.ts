@@ -187,7 +187,7 @@ export const deviceLoginFailures = sqliteTable("device_login_failures", {
 
 /**
  * One row per login: what its tokens are checked against, so ending it ends them at once. Refresh tokens
- * are not stored at all: they are derived from the session id and its generation (see lib/tokens.ts),
+ * are not stored at all: they are derived from the session id and its generation (see lib/refresh-token.ts),
  * and each refresh moves the generation on.
  */
 export const sessions = sqliteTable(

@@ -1,4 +1,5 @@
-import { base64url, fromBase64url, sha256Hex } from "./tokens";
+import { sha256Hex } from "./crypto";
+import { base64url, fromBase64url } from "./encoding";
 
 /**
  * Secrets kept at rest (the TOTP secrets of second factors), encrypted with AES-256-GCM under a key

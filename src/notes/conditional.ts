@@ -4,7 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import { forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { noteClocks, notes } from "../db/schema";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import { NoteMessage } from "./schemas";
 
 /**

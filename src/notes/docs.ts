@@ -1,4 +1,4 @@
-import { json, jsonError, ref, throttled, type Json } from "../docs/describe";
+import { json, jsonError, ref, throttled, type Json } from "../lib/describe";
 import { NOTES_BODY_LIMIT_BYTES, NoteMessage } from "./schemas";
 
 /** The OpenAPI answers the notes endpoints share, written once for the routes' descriptions. */

@@ -3,7 +3,8 @@ import { callerSession, forCallerOf, sessionCheckOf, type CallerValues } from ".
 import type { Placeholders } from "../db/compiled";
 import { idempotencyKeys, notes, sessions } from "../db/schema";
 import { badRequest } from "../lib/http";
-import { sha256Hex, type AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
+import { sha256Hex } from "../lib/crypto";
 import type { Database } from "../types";
 import { nextRevision, PUBLIC_OWNER } from "./conditional";
 import { newNoteRow } from "./queries";

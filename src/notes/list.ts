@@ -3,7 +3,7 @@ import { asCaller, forCallerOf } from "../auth/caller";
 import { rowsOf, type Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { listVersion } from "./conditional";
 import { noteJsonText } from "./schemas";

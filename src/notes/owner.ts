@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { bearerClaims } from "../auth/caller";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import type { AppEnv } from "../types";
 import { NoteMessage } from "./schemas";
 

@@ -2,7 +2,7 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import { callerSession, forCallerOf, liveSession, type CallerValues } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { type idempotencyKeys, notes, sessions } from "../db/schema";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { nextRevision, nextRevisionOfRow, PUBLIC_OWNER, revisionMatches, revisionsOf, type Precondition } from "./conditional";
 import { ownedBy } from "./list";

@@ -2,7 +2,7 @@ import { and, sql, type SQL } from "drizzle-orm";
 import { asCaller, forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
-import type { AccessClaims } from "../lib/tokens";
+import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { LIST_CHUNK_BYTES, noteSize, ownedBy } from "./list";
 import { noteJsonText } from "./schemas";

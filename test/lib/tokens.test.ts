@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { CompactSign, SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { readRefreshToken, refreshTokenFor, signAccessToken, verifyAccessToken } from "../../src/lib/tokens";
+import { signAccessToken, verifyAccessToken } from "../../src/lib/access-token";
+import { readRefreshToken, refreshTokenFor } from "../../src/lib/refresh-token";
 
 const SID = "AAAAAAAAAAAAAAAAAAAAAA";
 

@@ -1,4 +1,5 @@
-import { base64, sha256 } from "../lib/tokens";
+import { sha256 } from "../lib/crypto";
+import { base64 } from "../lib/encoding";
 
 /**
  * GET /docs: an interactive reference built in the browser from /openapi.json. Self-contained (no CDN,

@@ -1,7 +1,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type { MiddlewareHandler } from "hono";
 import type { GenericSchema } from "valibot";
-import { BodyMessage } from "../lib/http";
+import { BodyMessage } from "./http";
 
 /**
  * Routes that document themselves: each route carries its OpenAPI operation in its own chain,

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
-import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../lib/guards";
+import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../lib/security-headers";
 import type { AppEnv } from "../types";
-import { describeRoute, json } from "./describe";
-import { openApiDocument, type RegisteredRoute } from "./openapi";
+import { describeRoute, json } from "../lib/describe";
+import { openApiDocument, type RegisteredRoute } from "./document";
 import { DOCS_HTML, docsContentSecurityPolicy } from "./page";
 
 const docsTag = ["docs"];

@@ -3,7 +3,7 @@ import { Login, Me, MfaChallenge, Session, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { Note, NoteMessage } from "../notes/schemas";
-import { operationOf, schemaOf, type Json, type Operation } from "./describe";
+import { operationOf, schemaOf, type Json, type Operation } from "../lib/describe";
 
 /**
  * The OpenAPI 3.1 document of the whole API. Only what is global lives here (info, shared schemas, the
