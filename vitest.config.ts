@@ -18,7 +18,8 @@ export default defineConfig(async () => {
             // migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
             // the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
             // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
-            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db", MAIL_DB: "mail-db" },
+            // MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
+            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db", MAIL_DB: "mail-db", MIGRATION_DB: "migration-db" },
             bindings: {
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,

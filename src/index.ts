@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
-import { auth } from "./auth/routes";
+import { authArea } from "./auth/routes";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./openapi/document";
@@ -13,6 +13,7 @@ import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { NoteMessage } from "./notes/schemas";
 import { changesApp } from "./notes/changes";
+import { accountNotesDeletion } from "./notes/lifecycle";
 import { notesApp } from "./notes/routes";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
@@ -58,7 +59,9 @@ const app = new Hono<AppEnv>()
     const latest = asked() ? session.getBookmark() : null;
     if (latest) setAnswerHeader(c, BOOKMARK_HEADER, latest);
   })
-  .route("/auth", auth)
+  // The two areas meet here and in auth/caller.ts only: notes takes the caller's live session from there,
+  // and accounts are handed what an account owns in notes, to delete with it.
+  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion }))
   .route("/notes", notesApp)
   .route("/changes", changesApp)
   // The document lists every route registered here, read when it is first asked for.

@@ -11,6 +11,7 @@ declare global {
       SEARCH_DB: D1Database;
       BUDGET_DB: D1Database;
       MAIL_DB: D1Database;
+      MIGRATION_DB: D1Database;
     }
   }
 }

@@ -168,6 +168,7 @@ export interface StoredUser {
   lastMailAt: number;
   mailWindowStart: number;
   mailsInWindow: number;
+  sign_in_epoch: number;
 }
 
 /** The row as D1 holds it, read with plain SQL rather than through the app. */

@@ -52,7 +52,7 @@ describe("what else runs out", () => {
     const now = Date.now();
     const tag = crypto.randomUUID();
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO mfa_challenges (token_hash, user_id, checked_hash, expires_at) VALUES (?, ?, 'h', ?), (?, ?, 'h', ?)").bind(
+      env.DB.prepare("INSERT INTO mfa_challenges (token_hash, user_id, sign_in_epoch, amr, expires_at) VALUES (?, ?, 0, 'pwd', ?), (?, ?, 0, 'pwd', ?)").bind(
         `gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + MINUTE,
       ),
       env.DB.prepare("INSERT INTO email_change_reverts (token_hash, user_id, old_email, expires_at) VALUES (?, ?, 'a@example.com', ?), (?, ?, 'a@example.com', ?)").bind(

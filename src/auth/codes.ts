@@ -1,14 +1,15 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
 import type { Database } from "../types";
-import { claimMail, claimWindowSql, CODE_TRIES_PER_HOUR, MAIL_COOLDOWN_MS, mailWait, windowWait } from "./limits";
+import { claimMail, MAIL_COOLDOWN_MS, mailWait } from "./limits/mail";
+import { claimWindowSql, windowWait } from "./limits/windows";
 import { MINUTE } from "../lib/units";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
  * generator, one store (the `one_time_codes` table, a row per account and purpose) and one attempt rule.
  * Reset codes share the generator and the MAX_CODE_ATTEMPTS rule but are stored per request, bound to
- * the request's id (see recovery.ts).
+ * the request's id (see recovery/).
  */
 
 const MIN_CODE = 100_000;
@@ -21,6 +22,8 @@ const UNBIASED_LIMIT = Math.floor(2 ** 32 / CODE_RANGE) * CODE_RANGE;
 export const CODE_TTL_MS = 15 * MINUTE;
 /** Tries after which a code is void, the right code included. */
 export const MAX_CODE_ATTEMPTS = 5;
+/** At most this many tries per account per hour at codes of one purpose, across codes. */
+export const CODE_TRIES_PER_HOUR = 15;
 
 /** A 6-digit code, uniform over 100000..999999. */
 export function generateCode(): string {
@@ -42,6 +45,14 @@ export function codesMatch(submitted: string, stored: string): boolean {
   return crypto.subtle.timingSafeEqual(a, b);
 }
 
+/** Which account a code is for: by id (a signed-in caller), or by address, only while unverified when `unverified`. */
+export type CodeAccount = { id: number } | { email: string; unverified?: true };
+
+function accountOf(account: CodeAccount): SQL {
+  if ("id" in account) return eq(users.id, account.id);
+  return and(eq(users.email, account.email), account.unverified ? eq(users.isVerified, false) : undefined)!;
+}
+
 const ofCode = (userId: number, purpose: CodePurpose, code: string) =>
   and(eq(oneTimeCodes.userId, userId), eq(oneTimeCodes.purpose, purpose), eq(oneTimeCodes.code, code));
 
@@ -52,7 +63,7 @@ const ofCode = (userId: number, purpose: CodePurpose, code: string) =>
  * at that moment, so a concurrent wrong guess can never be written back out of existence. Returns the
  * account and its code, or nothing when `account` selects no account. Batchable.
  */
-export function issueCode(db: Database, purpose: CodePurpose, now: number, account: SQL | undefined, newEmail: string | null = null) {
+function issueCodeWhere(db: Database, purpose: CodePurpose, now: number, account: SQL | undefined, newEmail: string | null = null) {
   const live = sql`(${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS} AND ${oneTimeCodes.expiresAt} > ${now} AND ${oneTimeCodes.newEmail} IS excluded.new_email)`;
   return db
     .insert(oneTimeCodes)
@@ -84,6 +95,11 @@ export function issueCode(db: Database, purpose: CodePurpose, now: number, accou
     .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code });
 }
 
+/** issueCodeWhere for the account `to`: the code of a registration, whose mail the new account's row has already claimed. */
+export function issueCode(db: Database, purpose: CodePurpose, now: number, to: CodeAccount) {
+  return issueCodeWhere(db, purpose, now, accountOf(to));
+}
+
 /** Why an account's mail was not sent: its cooldown since the last mail, or its hourly cap. */
 export type MailSkipped = "mail_cooldown" | "hourly_mail_cap";
 
@@ -95,16 +111,17 @@ export type MailSkipped = "mail_cooldown" | "hourly_mail_cap";
  */
 export async function codeToMail(
   db: Database,
-  account: SQL,
+  to: CodeAccount,
   purpose: CodePurpose,
   now: number,
   newEmail: string | null = null,
 ): Promise<{ issued?: { userId: number; code: string }; waitMs: number; skipped?: MailSkipped }> {
+  const account = accountOf(to);
   const [[claimed], [issued], [state]] = await db.batch([
     claimMail(db, account, now),
     // Runs in the same transaction right after the claim: the account's last mail is `now` only if the
     // claim went through (or a request of the same millisecond claimed it, and that one mails).
-    issueCode(db, purpose, now, and(account, eq(users.lastMailAt, now)), newEmail),
+    issueCodeWhere(db, purpose, now, and(account, eq(users.lastMailAt, now)), newEmail),
     db.select({ lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow }).from(users).where(account),
   ]);
   if (claimed && issued) return { issued, waitMs: 0 };
@@ -128,7 +145,8 @@ export type CodeClaim =
  * code is compared at most MAX_CODE_ATTEMPTS times, and an account's codes CODE_TRIES_PER_HOUR times an
  * hour. The read batched after it only tells a refusal's reason.
  */
-export async function claimCodeAttempt(db: Database, account: SQL, purpose: CodePurpose, now: number): Promise<CodeClaim> {
+export async function claimCodeAttempt(db: Database, of: CodeAccount, purpose: CodePurpose, now: number): Promise<CodeClaim> {
+  const account = accountOf(of);
   const window = claimWindowSql(oneTimeCodes.windowStart, oneTimeCodes.windowAttempts, CODE_TRIES_PER_HOUR, now);
   const ofThis = and(eq(oneTimeCodes.purpose, purpose), sql`${oneTimeCodes.userId} = (SELECT ${users.id} FROM ${users} WHERE ${account})`);
   const [claimed, [state]] = await db.batch([

@@ -3,8 +3,8 @@ import { maskEmail, type Logger } from "../lib/log";
 import { DAY } from "../lib/units";
 import { sendEmail, type Mailer } from "../lib/mail";
 import type { Database } from "../types";
-import { EMAIL_CHANGE_REVERT_TTL_MS } from "./email-revert";
-import { claimMailBudget } from "./mail-budget";
+import { EMAIL_CHANGE_REVERT_TTL_MS } from "./account/store";
+import { claimMailBudget } from "./limits/mail-budget";
 
 /**
  * Every mail of the accounts area, subject and text side by side: plain text, like the spec's

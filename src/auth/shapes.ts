@@ -1,8 +1,9 @@
 import * as v from "valibot";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../lib/access-token";
 import { DAY, SECOND } from "../lib/units";
-import { DEVICE_TOKEN_TTL_SECONDS } from "./devices";
-import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./session-store";
+import { MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS } from "./mfa/challenge";
+import { DEVICE_TOKEN_TTL_SECONDS } from "./session/devices";
+import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./session/store";
 
 /**
  * The JSON answers of the accounts area, each defined once: the handlers' TypeScript types (and so the
@@ -38,6 +39,10 @@ export const Session = v.object({
   last_used_at: isoTime("The last login or refresh"),
   expires_at: isoTime(`${SESSION_IDLE_MS / DAY} days after the last refresh, at most ${SESSION_ABSOLUTE_MS / DAY} days after the login`),
   user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
+  amr: described(
+    v.array(v.string()),
+    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors)",
+  ),
   current: described(v.boolean(), "True for the session of the token that asked"),
 });
 export type SessionJson = v.InferOutput<typeof Session>;
@@ -45,8 +50,8 @@ export type SessionJson = v.InferOutput<typeof Session>;
 /** The answer of a login with the right password for an account with a second factor: no session yet. */
 export const MfaChallenge = v.object({
   mfa_required: v.literal(true),
-  mfa_token: described(v.string(), "Opaque: send it to POST /auth/mfa/verify with a code; 5 tries, single use"),
-  expires_in: described(v.pipe(v.number(), v.integer()), "Seconds the mfa_token lives: 300"),
+  mfa_token: described(v.string(), `Opaque: send it to POST /auth/mfa/verify with a code; ${MFA_TOKEN_TRIES} tries, single use`),
+  expires_in: described(v.pipe(v.number(), v.integer()), `Seconds the mfa_token lives: ${MFA_TOKEN_TTL_MS / SECOND}`),
 });
 export type MfaChallengeJson = v.InferOutput<typeof MfaChallenge>;
 

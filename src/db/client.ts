@@ -1,3 +1,4 @@
+import type { BatchItem } from "drizzle-orm/batch";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 
 /**
@@ -55,4 +56,10 @@ export function trackedClient(session: D1DatabaseSession): { client: D1Client; a
     },
   };
   return { client, asked: () => asked };
+}
+
+/** Runs any number of statements (none included) in one batch, one transaction: each one's result, as drizzle gives it. */
+export function batchOf(db: Database, statements: BatchItem<"sqlite">[]): Promise<unknown[]> {
+  const [first, ...rest] = statements;
+  return first ? db.batch([first, ...rest]) : Promise.resolve([]);
 }

@@ -16,6 +16,10 @@ export const users = sqliteTable("users", {
   lastMailAt: integer("lastMailAt").notNull().default(0),
   mailWindowStart: integer("mailWindowStart").notNull().default(0),
   mailsInWindow: integer("mailsInWindow").notNull().default(0),
+  // Moves on whenever what proved a sign-in may no longer prove one (the password is set, changed, reset or
+  // cleared): a sign-in opens its session only while the epoch is still the one it read with its proof, so
+  // one racing a password change starts nothing, whatever the method (auth/session/gate.ts).
+  signInEpoch: integer("sign_in_epoch").notNull().default(0),
 });
 
 /** What a one-time code proves when it is entered. */
@@ -107,23 +111,32 @@ export const emailChangeReverts = sqliteTable(
   (table) => [index("email_change_reverts_user_id").on(table.userId), index("email_change_reverts_expires_at").on(table.expiresAt)],
 );
 
-/** The states of a TOTP second factor: enrolled and waiting for its first code, or in use. */
+/** The kinds of second factor an account can enrol, one of each at most. */
+export const FACTOR_KINDS = ["totp"] as const;
+export type FactorKind = (typeof FACTOR_KINDS)[number];
+
+/** The states of a second factor: enrolled and waiting for its first code, or in use. */
 export const MFA_STATUSES = ["pending", "active"] as const;
 
 /**
- * An account's TOTP second factor (one at most): its secret sealed at rest (lib/secret-box.ts), and the
- * last time step accepted, so that no code is accepted twice: a verification claims its step with one
- * conditional UPDATE (`WHERE last_used_step < ?`).
+ * An account's second factors, one row per kind (today TOTP): its secret sealed at rest
+ * (lib/secret-box.ts), and for TOTP the last time step accepted, so that no code is accepted twice: a
+ * verification claims its step with one conditional UPDATE (`WHERE last_used_step < ?`).
  */
-export const mfaFactors = sqliteTable("mfa_factors", {
-  userId: integer("user_id")
-    .primaryKey()
-    .references(() => users.id, { onDelete: "cascade" }),
-  sealedSecret: text("sealed_secret").notNull(),
-  status: text("status", { enum: MFA_STATUSES }).notNull(),
-  lastUsedStep: integer("last_used_step").notNull().default(0),
-  createdAt: integer("created_at").notNull(),
-});
+export const mfaFactors = sqliteTable(
+  "mfa_factors",
+  {
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: FACTOR_KINDS }).notNull(),
+    sealedSecret: text("sealed_secret").notNull(),
+    status: text("status", { enum: MFA_STATUSES }).notNull(),
+    lastUsedStep: integer("last_used_step").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.kind] })],
+);
 
 /** The recovery codes of an account's factor, one row each, stored as SHA-256 (each is 100+ random bits). */
 export const mfaRecoveryCodes = sqliteTable(
@@ -138,9 +151,9 @@ export const mfaRecoveryCodes = sqliteTable(
 );
 
 /**
- * A login whose password was right, waiting for its second factor: the `mfa_token` (stored as SHA-256),
- * the device and password hash of that login, its tries (at most MFA_TOKEN_TRIES) and whether it has been
- * used. No session exists until the second factor is verified.
+ * A sign-in whose first proof was right, waiting for its second factor: the `mfa_token` (stored as SHA-256),
+ * how the first proof was made (`amr`), the account's sign-in epoch it read, the device, its tries (at most
+ * MFA_TOKEN_TRIES) and whether it has been used. No session exists until the second factor is verified.
  */
 export const mfaChallenges = sqliteTable(
   "mfa_challenges",
@@ -149,7 +162,8 @@ export const mfaChallenges = sqliteTable(
     userId: integer("user_id")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
-    checkedHash: text("checked_hash").notNull(),
+    signInEpoch: integer("sign_in_epoch").notNull(),
+    amr: text("amr").notNull(),
     deviceId: text("device_id"),
     expiresAt: integer("expires_at").notNull(),
     tries: integer("tries").notNull().default(0),
@@ -211,6 +225,9 @@ export const sessions = sqliteTable(
     // Password re-checks (change password or e-mail, delete the account) claimed and not found right: at
     // PASSWORD_CHECKS_PER_SESSION a wrong one ends the session.
     passwordFailures: integer("password_failures").notNull().default(0),
+    // How the user signed in: RFC 8176 `amr` values, space-separated (`pwd`, `pwd otp mfa`, …; see
+    // auth/session/proof.ts). Sessions from before this column were password logins.
+    amr: text("amr").notNull().default("pwd"),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
 );

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { issueDeviceToken } from "../../src/auth/devices";
+import { issueDeviceToken } from "../../src/auth/session/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";
@@ -135,7 +135,8 @@ describe("device tokens (POST /auth/login)", () => {
 
   it("counts an expired token for nothing", async () => {
     const email = await verifiedAccount();
-    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, email, (await storedUser(email))!.password, Date.now() - 181 * DAY);
+    const { id, sign_in_epoch: signInEpoch } = (await storedUser(email))!;
+    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, { id, email, signInEpoch }, Date.now() - 181 * DAY);
     expect(tally(await wrongLogins(email, 11, expired))).toEqual({ 401: 10, 429: 1 });
     expect((await loginFrom(email, PASSWORD, expired)).status).toBe(429);
   });

@@ -23,6 +23,7 @@ import {
   refresh,
   reset,
   resetCode,
+  sessionIdOf,
   storedUser,
   tally,
   TEXT,
@@ -31,7 +32,7 @@ import {
 } from "../helpers";
 
 /**
- * Two-factor authentication with TOTP (src/auth/mfa.ts, gate.ts, second-factor.ts, reauth.ts). Codes are
+ * Two-factor authentication with TOTP (src/auth/mfa/, and the gate and step-up in src/auth/session/). Codes are
  * computed from the secret the API answered, with our own RFC 6238 implementation (test/lib/totp.test.ts
  * checks it against the RFC's vectors). A code is accepted once per time step per account, and a step of
  * ±1 is accepted: each test uses the current step and the next one, so crossing a step boundary mid-test
@@ -241,6 +242,41 @@ describe("login with a second factor", () => {
     expect((await reset(email, await resetCode(email))).status).toBe(200);
     const response = await login(email, NEW_PASSWORD);
     expect(v.parse(Challenge, await response.json()).mfa_required).toBe(true);
+  });
+
+  it("opens no session for a challenge whose password was reset meanwhile: the reset moves the sign-in epoch on", async () => {
+    const { email, key } = await withFactor();
+    const mfaToken = await challenge(email);
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    const before = await sessionsOf(email);
+    expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await sessionsOf(email)).toBe(before);
+  });
+});
+
+describe("how a session was opened (amr)", () => {
+  /** The `amr` of the session of `token`, as GET /auth/sessions shows it and as D1 holds it. */
+  async function amrOf(token: string) {
+    const list = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as Array<{ current: boolean; amr: string[] }>;
+    const stored = await env.DB.prepare("SELECT amr FROM sessions WHERE id = ?").bind(sessionIdOf(token)).first<string>("amr");
+    return { shown: list.find((session) => session.current)?.amr, stored };
+  }
+
+  it("records a password login as pwd", async () => {
+    const { token } = await logIn2(await account());
+    expect(await amrOf(token)).toEqual({ shown: ["pwd"], stored: "pwd" });
+  });
+
+  it("records a password and a TOTP code as pwd otp mfa", async () => {
+    const { email, key } = await withFactor();
+    const tokens = v.parse(LoginTokens, await (await verify(await challenge(email), { code: await codeAt(key, 1) })).json());
+    expect(await amrOf(tokens.token)).toEqual({ shown: ["pwd", "otp", "mfa"], stored: "pwd otp mfa" });
+  });
+
+  it("records a password and a recovery code as pwd rec mfa", async () => {
+    const { email, recoveryCodes } = await withFactor();
+    const tokens = v.parse(LoginTokens, await (await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).json());
+    expect(await amrOf(tokens.token)).toEqual({ shown: ["pwd", "rec", "mfa"], stored: "pwd rec mfa" });
   });
 });
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { claimLogin, releaseLogin } from "../../src/auth/limits";
+import { claimLogin, releaseLogin } from "../../src/auth/limits/login";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY, MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
@@ -314,6 +314,7 @@ describe("GET /auth/sessions", () => {
       last_used_at: new Date(stored!.last_used_at).toISOString(),
       expires_at: new Date(stored!.expires_at).toISOString(),
       user_agent: "Laptop/2.0",
+      amr: ["pwd"],
       current: false,
     });
   });

@@ -1,7 +1,7 @@
-import type { Config } from "../config";
-import type { Logger } from "../lib/log";
-import { DAY, HOUR } from "../lib/units";
-import type { Database } from "../types";
+import type { Config } from "../../config";
+import type { Logger } from "../../lib/log";
+import { DAY, HOUR } from "../../lib/units";
+import type { Database } from "../../types";
 import { claimWindow, releaseWindow } from "./windows";
 
 /**

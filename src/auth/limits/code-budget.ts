@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
-import { setRetryAfter } from "../lib/http";
-import type { AppEnv } from "../types";
-import { AuthMessage } from "./messages";
+import { setRetryAfter } from "../../lib/http";
+import type { AppEnv } from "../../types";
+import { AuthMessage } from "../messages";
 import { claimWindow, releaseWindow, waitFor, windowState } from "./windows";
 
 /**

@@ -1,20 +1,19 @@
-import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { users } from "../db/schema";
-import { badJson, describeRoute, text, throttled } from "../lib/describe";
-import { tooManyRequests } from "../lib/http";
-import { maskEmail } from "../lib/log";
-import { hashPassword } from "../lib/password";
-import { MINUTE } from "../lib/units";
-import { jsonBody } from "../lib/validation";
-import type { AppEnv } from "../types";
-import { codeTryBudget } from "./code-budget";
-import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeStillIssued, codeToMail, deleteCode, issueCode, MAX_CODE_ATTEMPTS } from "./codes";
-import { accountErrors, accountsTag, passwordRules } from "./docs";
-import { CODE_TRIES_PER_HOUR, MAILS_PER_HOUR } from "./limits";
-import { mailerOf, sendVerificationCode } from "./mails";
-import { AuthMessage } from "./messages";
-import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "./schemas";
+import { badJson, describeRoute, text, throttled } from "../../lib/describe";
+import { tooManyRequests } from "../../lib/http";
+import { maskEmail } from "../../lib/log";
+import { hashPassword } from "../../lib/password";
+import { MINUTE } from "../../lib/units";
+import { jsonBody } from "../../lib/validation";
+import type { AppEnv } from "../../types";
+import { codeTryBudget } from "../limits/code-budget";
+import { claimCodeAttempt, CODE_TRIES_PER_HOUR, CODE_TTL_MS, codesMatch, codeToMail, MAX_CODE_ATTEMPTS } from "../codes";
+import { MAILS_PER_HOUR } from "../limits/mail";
+import { mailerOf, sendVerificationCode } from "../mails";
+import { AuthMessage } from "../messages";
+import { accountErrors, accountsTag, passwordRules } from "../openapi";
+import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../schemas";
+import { createAccount, markVerified } from "./store";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()
@@ -43,27 +42,10 @@ export const registration = new Hono<AppEnv>()
     const { email, password } = c.req.valid("json");
     const { config, db, log } = c.var;
 
-    const now = Date.now();
-    // The unique index on e-mail decides between concurrent registrations, not a prior read.
-    const [created] = await db
-      .insert(users)
-      .values({
-        email,
-        password: await hashPassword(password, config.bcryptCost),
-        isVerified: false,
-        createdAt: now,
-        // The registration mail is the first of the hour's allowance.
-        lastMailAt: now,
-        mailWindowStart: now,
-        mailsInWindow: 1,
-      })
-      .onConflictDoNothing({ target: users.email })
-      .returning({ id: users.id });
+    const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
     if (!created) return c.text(AuthMessage.userExists, 409);
-
-    const [issued] = await issueCode(db, "verify_email", now, eq(users.id, created.id));
     log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-    if (issued) await sendVerificationCode(mailerOf(c.var), email, issued.code);
+    if (created.code) await sendVerificationCode(mailerOf(c.var), email, created.code);
     return c.text(AuthMessage.userCreated, 201);
   })
 
@@ -87,7 +69,7 @@ export const registration = new Hono<AppEnv>()
     const now = Date.now();
 
     // Unknown and verified accounts get the same answer as a successful resend, and no mail.
-    const { issued, waitMs } = await codeToMail(db, and(eq(users.email, email), eq(users.isVerified, false))!, "verify_email", now);
+    const { issued, waitMs } = await codeToMail(db, { email, unverified: true }, "verify_email", now);
     if (!issued) return waitMs > 0 ? tooManyRequests(c, waitMs, AuthMessage.mailThrottled) : c.text(AuthMessage.resendAccepted, 200);
     log.info("verification_code_resent", { userId: issued.userId, email: maskEmail(email) });
     // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
@@ -125,23 +107,14 @@ export const registration = new Hono<AppEnv>()
     const { email, token } = c.req.valid("json");
     const { db, log } = c.var;
 
-    const claim = await claimCodeAttempt(db, eq(users.email, email), "verify_email", Date.now());
+    const claim = await claimCodeAttempt(db, { email }, "verify_email", Date.now());
     if (claim.outcome === "throttled") {
       log.warn("verification_blocked", { email: maskEmail(email) });
       return tooManyRequests(c, claim.waitMs, AuthMessage.verifyThrottled);
     }
     if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
 
-    const { userId, code } = claim;
-    const [verified] = await db.batch([
-      db
-        .update(users)
-        .set({ isVerified: true })
-        .where(and(eq(users.id, userId), codeStillIssued(userId, "verify_email", code)))
-        .returning({ id: users.id }),
-      deleteCode(db, userId, "verify_email", code),
-    ]);
-    if (verified.length === 0) return c.text(AuthMessage.invalidToken, 401);
-    log.info("email_verified", { userId, email: maskEmail(email) });
+    if (!(await markVerified(db, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
+    log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
     return c.text(AuthMessage.emailVerified, 200);
   });

@@ -1,5 +1,5 @@
 import { bearerOnly, ref, text, throttled, type Json } from "../lib/describe";
-import { AUTH_BODY_LIMIT_BYTES } from "./limits";
+import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
 import { AuthMessage } from "./messages";
 
 /** The OpenAPI answers every accounts endpoint shares, written once for the routes' descriptions. */

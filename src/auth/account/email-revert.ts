@@ -1,0 +1,56 @@
+import { Hono } from "hono";
+import { sha256Hex } from "../../lib/crypto";
+import { badJson, describeRoute, text } from "../../lib/describe";
+import { base64url } from "../../lib/encoding";
+import { maskEmail } from "../../lib/log";
+import { DAY } from "../../lib/units";
+import { jsonBody } from "../../lib/validation";
+import type { AppEnv } from "../../types";
+import { AuthMessage } from "../messages";
+import { accountErrors, accountsTag } from "../openapi";
+import { RevertEmailChangeBody } from "../schemas";
+import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
+
+/**
+ * Undoing an e-mail change. A change is confirmed by the new mailbox alone, so a phished password would
+ * be a permanent takeover; the notice to the old address therefore carries a revert token, valid
+ * EMAIL_CHANGE_REVERT_TTL_MS, that puts the old address back, ends every session and clears the
+ * password (the phisher knows it): the owner then sets a new one with forgot-password, through the
+ * mailbox they just got back. The token is 128 random bits (nothing to guess within the per-client
+ * limit), stored as its SHA-256 only, and used up by the one batch that reverts (store.ts).
+ */
+
+/** A new revert token, and what is stored of it. */
+export async function newRevertToken(): Promise<{ token: string; tokenHash: string }> {
+  const token = base64url(crypto.getRandomValues(new Uint8Array(16)));
+  return { token, tokenHash: await sha256Hex(token) };
+}
+
+export const emailRevert = new Hono<AppEnv>().post(
+  "/revert-email-change",
+  describeRoute({
+    tags: accountsTag,
+    summary: "Undo an e-mail change",
+    description:
+      `No bearer token: the revert token from the notice mailed to the old address (valid ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days) is the proof. ` +
+      "Puts the old address back, ends every session and clears the password; set a new one with forgot-password.",
+    requestExample: { token: "q3Jx8v0bYV3oQ1m2k5nR7w" },
+    responses: {
+      "200": text("Undone", AuthMessage.emailChangeReverted),
+      "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
+      "401": text("Unknown, used or expired token", AuthMessage.invalidRevertToken),
+      "409": text("Another account has registered the old address meanwhile", AuthMessage.revertAddressTaken),
+      ...accountErrors,
+    },
+  }),
+  jsonBody(RevertEmailChangeBody),
+  async (c) => {
+    const { token } = c.req.valid("json");
+    const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
+    if (restored) {
+      c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
+      return c.text(AuthMessage.emailChangeReverted, 200);
+    }
+    return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);
+  },
+);

@@ -1,0 +1,143 @@
+import { and, eq, gt, ne, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
+import type { AccessClaims } from "../../lib/access-token";
+import { NO_PASSWORD } from "../../lib/password";
+import { DAY } from "../../lib/units";
+import { batchOf } from "../../db/client";
+import type { Database } from "../../types";
+import { liveSession } from "../caller";
+import { codeStillIssued, deleteCode } from "../codes";
+import { endAllSessions, endOtherSessions } from "../session/store";
+
+/** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
+
+/** A confirmed change's old address may undo it for this long (email-revert.ts). */
+export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
+
+/**
+ * What another area keeps for an account (the notes area's notes and their feed), as statements to run
+ * in the account's deletion, each only while `guard` holds: handed to the accounts area at wiring time
+ * (index.ts), so that this area names no table of another.
+ */
+export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => BatchItem<"sqlite">[];
+
+/** Every statement that moves the account's sign-in epoch on, with the password it sets (auth/session/gate.ts). */
+const newPassword = (hash: string) => ({ password: hash, signInEpoch: sql`${users.signInEpoch} + 1` });
+
+/** Sets the caller's password and ends every other session, while the caller's session is live: false when it was not. */
+export async function changePassword(db: Database, caller: AccessClaims, hash: string, now: number): Promise<boolean> {
+  const live = liveSession(caller, now);
+  const [changed] = await db.batch([
+    db.update(users).set(newPassword(hash)).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+    endOtherSessions(db, caller, live),
+  ]);
+  return changed.length > 0;
+}
+
+/**
+ * Deletes the caller's account in one transaction, each statement only while the caller's session is
+ * live: what other areas keep for it (first: it may point at the user), the address's login attempts,
+ * then the user, whose sessions, codes and factors go with it. False when the session was not live.
+ */
+export async function deleteAccount(db: Database, caller: AccessClaims, email: string, ownedElsewhere: OwnedElsewhere, now: number): Promise<boolean> {
+  const live = liveSession(caller, now);
+  const elsewhere = ownedElsewhere(db, caller.userId, live);
+  const results = await batchOf(db, [
+    ...elsewhere,
+    db.delete(loginFailures).where(and(eq(loginFailures.email, email), live)),
+    db.delete(users).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+  ]);
+  const deleted = results.at(-1);
+  return Array.isArray(deleted) && deleted.length > 0;
+}
+
+/** Whether another account holds `email` (any account but `except`). */
+export async function addressHeld(db: Database, email: string, except?: number): Promise<boolean> {
+  const [holder] = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.email, email), except === undefined ? undefined : ne(users.id, except)));
+  return holder !== undefined;
+}
+
+/** The confirmation of an e-mail change: the account, its old address and the code it claimed. */
+export interface EmailSwitch {
+  caller: AccessClaims;
+  oldEmail: string;
+  newEmail: string;
+  code: string;
+  revertTokenHash: string;
+}
+
+/**
+ * The switch to the new address, in one transaction: the address changes (only while the code is still
+ * the one claimed, the session live and the address free: the unique index is never hit), then, only if
+ * it did, every other session and every other code of the account ends, and the old address gets its
+ * undo; this code is used up either way. False when nothing switched.
+ */
+export async function switchEmail(db: Database, { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch, now: number): Promise<boolean> {
+  const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail})`;
+  const switched = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
+  const stillIssued = codeStillIssued(caller.userId, "change_email", code);
+  const [done] = await db.batch([
+    db
+      .update(users)
+      .set({ email: newEmail, isVerified: true })
+      .where(and(eq(users.id, caller.userId), stillIssued, liveSession(caller, now), addressFree))
+      .returning({ id: users.id }),
+    endOtherSessions(db, caller, switched),
+    // Codes mailed to the old address (a password reset, say) must not act on the account any more.
+    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switched)),
+    db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switched)),
+    storeRevert(db, { tokenHash: revertTokenHash, userId: caller.userId, oldEmail, expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS }, switched),
+    deleteCode(db, caller.userId, "change_email", code),
+  ]);
+  return done.length > 0;
+}
+
+/** Stores the undo of a change for the old address, only when `condition` holds (INSERT … SELECT). */
+function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInsert, condition: SQL) {
+  return db.insert(emailChangeReverts).select(
+    db
+      .select({
+        tokenHash: sql<string>`${revert.tokenHash}`.as("token_hash"),
+        userId: sql<number>`${revert.userId}`.as("user_id"),
+        oldEmail: sql<string>`${revert.oldEmail}`.as("old_email"),
+        expiresAt: sql<number>`${revert.expiresAt}`.as("expires_at"),
+      })
+      .from(sql`(SELECT 1)`)
+      .where(condition),
+  );
+}
+
+/**
+ * The undo of an e-mail change in one batch (one transaction), every statement keyed by the live revert
+ * row of the token, which the last write deletes: of concurrent reverts with one token exactly one
+ * changes anything. The address goes back only while no other account holds it; the password is cleared
+ * (the phisher knows it) and every session ends. Answers the restored account, or whether the token is
+ * still live (another account holds the address).
+ */
+export async function revertEmailChange(db: Database, tokenHash: string, now: number) {
+  const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
+  const userId = sql`(SELECT ${emailChangeReverts.userId} FROM ${emailChangeReverts} WHERE ${live})`;
+  const oldEmail = sql`(SELECT ${emailChangeReverts.oldEmail} FROM ${emailChangeReverts} WHERE ${live})`;
+  const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
+  // True once the account holds the old address again, which the first statement just made so.
+  const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
+  const [[restored], , , , , [stillLive]] = await db.batch([
+    db
+      .update(users)
+      .set({ ...newPassword(NO_PASSWORD), email: sql`${oldEmail}`, isVerified: true })
+      .where(and(eq(users.id, userId), addressFree))
+      .returning({ id: users.id, email: users.email }),
+    endAllSessions(db, userId, reverted),
+    // Codes mailed to the address being undone must not act on the account any more.
+    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
+    db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
+    // This token and any later change's: the address it names is gone from the account.
+    db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), reverted)),
+    db.select({ userId: emailChangeReverts.userId }).from(emailChangeReverts).where(live),
+  ]);
+  return { restored, stillLive: stillLive !== undefined };
+}

@@ -1,0 +1,35 @@
+import { and, eq } from "drizzle-orm";
+import { users } from "../../db/schema";
+import type { Database } from "../../types";
+import { codeStillIssued, deleteCode, issueCode } from "../codes";
+
+/** The SQL of registration and verification: the new account, and its verification. */
+
+/**
+ * Creates an unverified account with the password hash, its registration mail counted as the first of the
+ * hour's allowance, and issues its verification code. The unique index on e-mail decides between
+ * concurrent registrations, not a prior read: undefined when the address is taken.
+ */
+export async function createAccount(db: Database, email: string, passwordHash: string, now: number): Promise<{ id: number; code: string | undefined } | undefined> {
+  const [created] = await db
+    .insert(users)
+    .values({ email, password: passwordHash, isVerified: false, createdAt: now, lastMailAt: now, mailWindowStart: now, mailsInWindow: 1 })
+    .onConflictDoNothing({ target: users.email })
+    .returning({ id: users.id });
+  if (!created) return undefined;
+  const [issued] = await issueCode(db, "verify_email", now, { id: created.id });
+  return { id: created.id, code: issued?.code };
+}
+
+/** Marks the account verified and uses its code up, only while the code is still the one claimed: false when it was not. */
+export async function markVerified(db: Database, userId: number, code: string): Promise<boolean> {
+  const [verified] = await db.batch([
+    db
+      .update(users)
+      .set({ isVerified: true })
+      .where(and(eq(users.id, userId), codeStillIssued(userId, "verify_email", code)))
+      .returning({ id: users.id }),
+    deleteCode(db, userId, "verify_email", code),
+  ]);
+  return verified.length > 0;
+}

@@ -1,0 +1,71 @@
+import { macKey, randomId } from "../../lib/crypto";
+import { base64url, fromBase64url } from "../../lib/encoding";
+import { DAY, SECOND } from "../../lib/units";
+
+/**
+ * Device tokens (OWASP's "device cookies"): a device that has signed in to an account holds a token that
+ * lets it be judged on its own failed logins rather than on the address's, so an attacker who locks the
+ * address does not lock its owner out of the devices they use.
+ *
+ * A token is `<device id>.<expiry>.<MAC>`: a random device id (128 bits, base64url), its expiry in seconds
+ * since the epoch, and an HMAC-SHA-256 of both, the account (its id and normalized address) and its
+ * sign-in epoch, under a key derived from JWT_SECRET_KEY for this purpose alone. Nothing is stored when
+ * one is issued: the MAC proves that we issued it, to this account, at this epoch. A new password (reset
+ * or change) moves the epoch on and so ends every device token of the account, so tokens gathered by
+ * someone who once knew the old password give no guesses at the new one. The only state is a device's run
+ * of failed logins (`device_login_failures`, keyed by the device id), which exists only after a failure. A
+ * token of another account, an expired, forged or garbled one, or one from an earlier epoch, counts for
+ * nothing: the login is judged as if it had none. Any way of signing in issues one (it marks the device,
+ * whatever proved the user).
+ */
+
+/** A device token is good for this long after the sign-in that issued it; each sign-in renews it. */
+export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
+
+/** The account a device token is bound to. */
+export interface DeviceAccount {
+  id: number;
+  email: string;
+  signInEpoch: number;
+}
+
+const PURPOSE = "notes-api device token v2";
+const DEVICE_TOKEN = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;
+const encoder = new TextEncoder();
+
+function payload(deviceId: string, expiresAt: number, account: DeviceAccount): Uint8Array {
+  // The device id, the expiry and the two numbers have fixed alphabets without "\n": the parts cannot run together.
+  return encoder.encode(`${deviceId}\n${expiresAt}\n${account.id}\n${account.signInEpoch}\n${account.email}`);
+}
+
+/** A token for the device `deviceId` (a new device when absent) of `account`. */
+export async function issueDeviceToken(secret: string, account: DeviceAccount, nowMs: number, deviceId = randomId()): Promise<string> {
+  const expiresAt = Math.floor(nowMs / 1000) + DEVICE_TOKEN_TTL_SECONDS;
+  const mac = await crypto.subtle.sign("HMAC", await macKey(secret, PURPOSE), payload(deviceId, expiresAt, account));
+  return `${deviceId}.${expiresAt}.${base64url(new Uint8Array(mac))}`;
+}
+
+/**
+ * Whether `token` has the shape of a device token that has not expired, in the one spelling we issue
+ * (base64url's last character carries unused bits): only then is the account worth reading.
+ */
+export function maybeDeviceToken(token: unknown, nowMs: number): token is string {
+  if (typeof token !== "string") return false;
+  const match = DEVICE_TOKEN.exec(token);
+  if (!match || Number(match[2]) * 1000 <= nowMs) return false;
+  const [deviceId, mac] = [match[1]!, match[3]!];
+  return base64url(fromBase64url(deviceId)) === deviceId && base64url(fromBase64url(mac)) === mac;
+}
+
+/**
+ * The device id of a token we issued to `account` at its current sign-in epoch, that has not expired;
+ * undefined for anything else, including a value that is not a string at all, and for an address without
+ * an account.
+ */
+export async function readDeviceToken(token: unknown, account: DeviceAccount | undefined, secret: string, nowMs: number): Promise<string | undefined> {
+  if (account === undefined || !maybeDeviceToken(token, nowMs)) return undefined;
+  const [deviceId, expiry, mac] = token.split(".") as [string, string, string];
+  // HMAC verification compares in constant time.
+  const valid = await crypto.subtle.verify("HMAC", await macKey(secret, PURPOSE), fromBase64url(mac), payload(deviceId, Number(expiry), account));
+  return valid ? deviceId : undefined;
+}

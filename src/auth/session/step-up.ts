@@ -1,0 +1,110 @@
+import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
+import type { Context } from "hono";
+import { sessions, users } from "../../db/schema";
+import type { AccessClaims } from "../../lib/access-token";
+import { verifyPassword } from "../../lib/password";
+import type { Database } from "../../types";
+import { callerSession, unauthorized, type CallerEnv } from "../caller";
+import { AuthMessage } from "../messages";
+import { checkSecondFactor, typedCode } from "../mfa/check";
+import { factorFields, factorOf, isActive, type Factor } from "../mfa/factor";
+
+/**
+ * Re-authentication of a signed-in caller before what matters (change the password or the address,
+ * delete the account, manage the second factor): the password, and while a second factor is on a current
+ * code of it (step-up). Counted on the caller's session, not on the address (so neither a stolen access
+ * token nor the address's login lock can be used against the owner): one conditional UPDATE claims a
+ * check before bcrypt or the code, and refuses once PASSWORD_CHECKS_PER_SESSION claims are wrong or in
+ * flight; the wrong one that reaches it ends the session, a right one gives its claim back.
+ */
+
+/**
+ * Password re-checks of a session that may fail: the wrong one that reaches this many ends the session.
+ * A stolen access token is no way to guess the password, and no way to lock the owner out either.
+ */
+export const PASSWORD_CHECKS_PER_SESSION = 5;
+
+export interface CallerAccount {
+  id: number;
+  email: string;
+  password: string;
+  isVerified: boolean;
+  createdAt: number;
+  factor: Factor | undefined;
+  recoveryCodes: number;
+}
+
+/** The account of the session `ofSession` selects (a condition on `sessions`), if that session is live. */
+function callerAccountQuery(db: Database, ofSession: SQL) {
+  return db
+    .select({ id: users.id, email: users.email, password: users.password, isVerified: users.isVerified, createdAt: users.createdAt, ...factorFields })
+    .from(users)
+    .innerJoin(sessions, eq(sessions.userId, users.id))
+    .where(ofSession);
+}
+
+function toCallerAccount({ totpStatus, totpSecret, ...row }: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
+  return { ...row, factor: factorOf({ totpStatus, totpSecret }) };
+}
+
+/** The caller's account, read in one query with the check that the caller's session is live. */
+export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
+  const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
+  return account && toCallerAccount(account);
+}
+
+/** What to check: the password (when given), and the second factor's `code` while it is on (when asked). */
+export interface Proof {
+  password?: string;
+  /** Asks for the step-up: undefined when the body carried no code. */
+  code?: { value: string | undefined };
+}
+
+/** Claims one check of the caller's session and reads the account, in one round trip. */
+async function claimCheck(db: Database, ofCaller: SQL) {
+  const [[claim], [account]] = await db.batch([
+    db
+      .update(sessions)
+      .set({ passwordFailures: sql`${sessions.passwordFailures} + 1` })
+      .where(and(ofCaller, lt(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)))
+      .returning({ passwordFailures: sessions.passwordFailures }),
+    callerAccountQuery(db, ofCaller),
+  ]);
+  return claim && account ? { claim, account: toCallerAccount(account) } : undefined;
+}
+
+/**
+ * Checks the proof. Returns the account, or the answer to give: 401 for no session or a session out of
+ * checks, a wrong password, a missing or wrong code while two-factor authentication is on.
+ */
+export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promise<{ account: CallerAccount } | { refused: Response }> {
+  const { config, db, log } = c.var;
+  const caller = c.var.caller;
+  const checked = await claimCheck(db, callerSession(caller, Date.now()));
+  if (!checked) return { refused: unauthorized(c) };
+  const { claim, account } = checked;
+  const ofThisSession = and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId));
+  const giveBack = () => db.update(sessions).set({ passwordFailures: sql`${sessions.passwordFailures} - 1` }).where(ofThisSession);
+  const wrong = async (message: string) => {
+    if (claim.passwordFailures >= PASSWORD_CHECKS_PER_SESSION) {
+      // Only while the count still stands there: a right check running alongside may have given its claim back.
+      await db.delete(sessions).where(and(ofThisSession, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)));
+      log.warn("session_ended_wrong_passwords", { userId: caller.userId, sessionId: caller.sessionId });
+    }
+    return { refused: c.text(message, 401) };
+  };
+
+  if (proof.password !== undefined && !(await verifyPassword(proof.password, account.password, config.bcryptCost))) {
+    return wrong(AuthMessage.wrongPassword);
+  }
+  if (proof.code && isActive(account.factor)) {
+    const code = proof.code.value;
+    if (code === undefined) {
+      await giveBack();
+      return { refused: c.text(AuthMessage.mfaCodeRequired, 401) };
+    }
+    if (!(await checkSecondFactor(c, account, account.factor, typedCode(code)))) return wrong(AuthMessage.invalidMfaCode);
+  }
+  await giveBack();
+  return { account };
+}

@@ -1,0 +1,162 @@
+import { and, desc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
+import { sessions, users } from "../../db/schema";
+import type { AccessClaims } from "../../lib/access-token";
+import { randomId } from "../../lib/crypto";
+import type { RefreshClaims } from "../../lib/refresh-token";
+import { DAY } from "../../lib/units";
+import type { Database } from "../../types";
+import { callerSession, liveSession, sessionCheck } from "../caller";
+import { factorFields } from "../mfa/factor";
+
+/** Server-side sessions: one per sign-in, checked wherever an access token is. The only SQL of `sessions`' lifecycle. */
+
+/** A session ends this long after its last refresh... */
+export const SESSION_IDLE_MS = 30 * DAY;
+/** ...and at the latest this long after its login. */
+export const SESSION_ABSOLUTE_MS = 90 * DAY;
+/** For this long after a refresh, the refresh token it replaced still refreshes (to the same new token). */
+export const REFRESH_GRACE_MS = 10_000;
+/** What is kept of a User-Agent header. */
+export const USER_AGENT_CHARS = 200;
+
+/** The User-Agent as a session shows it: control characters out, white space folded, at most 200 characters. */
+export function shortUserAgent(header: string | undefined): string | null {
+  const text = (header ?? "").replace(/[\p{C}\s]+/gu, " ").trim();
+  return text === "" ? null : [...text].slice(0, USER_AGENT_CHARS).join("");
+}
+
+/** The account a sign-in by address reads, with its factor: one row or none. */
+export function accountByEmail(db: Database, email: string) {
+  return db
+    .select({ id: users.id, password: users.password, isVerified: users.isVerified, signInEpoch: users.signInEpoch, ...factorFields })
+    .from(users)
+    .where(eq(users.email, email));
+}
+
+/** What a device token is checked against: the account of the address, if any. */
+export async function deviceAccount(db: Database, email: string): Promise<{ id: number; email: string; signInEpoch: number } | undefined> {
+  const [account] = await db.select({ id: users.id, email: users.email, signInEpoch: users.signInEpoch }).from(users).where(eq(users.email, email));
+  return account;
+}
+
+/** What a new session is opened for: the account, its sign-in epoch as the proof read it, and how the user signed in. */
+export interface NewSession {
+  userId: number;
+  signInEpoch: number;
+  amr: string;
+  userAgent: string | null;
+}
+
+/**
+ * A new session, whose id is the access token's `sid`: created only while the account's sign-in epoch is
+ * still the one the proof read, so a sign-in racing a password reset or change, or the deletion of the
+ * account, starts no session (and hits no foreign key). Returns nothing then.
+ */
+export function createSession(db: Database, session: NewSession, now: number) {
+  const id = randomId();
+  const query = db
+    .insert(sessions)
+    .select(
+      // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
+      db
+        .select({
+          id: sql<string>`${id}`.as("id"),
+          userId: users.id,
+          createdAt: sql<number>`${now}`.as("created_at"),
+          lastUsedAt: sql<number>`${now}`.as("last_used_at"),
+          expiresAt: sql<number>`${now + SESSION_IDLE_MS}`.as("expires_at"),
+          generation: sql<number>`0`.as("generation"),
+          rotatedAt: sql<number>`0`.as("rotated_at"),
+          userAgent: sql<string | null>`${session.userAgent}`.as("user_agent"),
+          passwordFailures: sql<number>`0`.as("password_failures"),
+          amr: sql<string>`${session.amr}`.as("amr"),
+        })
+        .from(users)
+        .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch))),
+    )
+    .returning({ id: sessions.id });
+  return { id, query };
+}
+
+/**
+ * A refresh, as one batch (one transaction) of two conditional writes, so concurrent refreshes cannot
+ * interleave between a read and a write:
+ * 1. a compare-and-swap on the generation: the current generation's token moves the session to the
+ *    next one; the token just replaced, within REFRESH_GRACE_MS of that, gets the same next generation
+ *    (an app that sent two refreshes at once gets one working token, whichever answer it keeps);
+ * 2. reuse: any older token, or the replaced one after the grace period, is a copy in someone else's
+ *    hands: the session is deleted, and with it every token of that login.
+ * Returns the rotated session (user and new generation) or whether the session was revoked.
+ */
+export async function rotateSession(
+  db: Database,
+  { sessionId, generation }: RefreshClaims,
+  now: number,
+): Promise<{ rotated?: { userId: number; generation: number }; revoked?: { userId: number } }> {
+  const current = eq(sessions.generation, generation);
+  const justReplaced = and(eq(sessions.generation, generation + 1), gt(sessions.rotatedAt, now - REFRESH_GRACE_MS));
+  const [[rotated], [revoked]] = await db.batch([
+    db
+      .update(sessions)
+      .set({
+        generation: sql`CASE WHEN ${current} THEN ${generation + 1} ELSE ${sessions.generation} END`,
+        rotatedAt: sql`CASE WHEN ${current} THEN ${now} ELSE ${sessions.rotatedAt} END`,
+        lastUsedAt: now,
+        expiresAt: sql`MIN(${now + SESSION_IDLE_MS}, ${sessions.createdAt} + ${SESSION_ABSOLUTE_MS})`,
+      })
+      .where(and(eq(sessions.id, sessionId), gt(sessions.expiresAt, now), sql`(${current} OR ${justReplaced})`))
+      .returning({ userId: sessions.userId, generation: sessions.generation }),
+    db
+      .delete(sessions)
+      .where(and(eq(sessions.id, sessionId), gt(sessions.generation, generation), sql`NOT (${justReplaced})`))
+      .returning({ userId: sessions.userId }),
+  ]);
+  return { rotated, revoked };
+}
+
+/** The caller's live sessions, the most recently used first; undefined when the caller's own session is not live. */
+export async function listSessions(db: Database, caller: AccessClaims, now: number) {
+  const [[live], list] = await db.batch([
+    sessionCheck(db, caller, now),
+    db
+      .select()
+      .from(sessions)
+      .where(and(eq(sessions.userId, caller.userId), gt(sessions.expiresAt, now)))
+      .orderBy(desc(sessions.lastUsedAt), desc(sessions.createdAt)),
+  ]);
+  return live ? list : undefined;
+}
+
+/** Ends the caller's own session (logout): false when it was not live. */
+export async function endSession(db: Database, caller: AccessClaims, now: number): Promise<boolean> {
+  const [ended] = await db.delete(sessions).where(callerSession(caller, now)).returning({ id: sessions.id });
+  return ended !== undefined;
+}
+
+/** Ends the caller's session `id`, while the caller's own is live: whether the caller's was live, and whether `id` ended. */
+export async function endSessionById(db: Database, caller: AccessClaims, id: string, now: number): Promise<{ live: boolean; ended: boolean }> {
+  const [[live], ended] = await db.batch([
+    sessionCheck(db, caller, now),
+    db
+      .delete(sessions)
+      .where(and(eq(sessions.id, id), eq(sessions.userId, caller.userId), liveSession(caller, now)))
+      .returning({ id: sessions.id }),
+  ]);
+  return { live: live !== undefined, ended: ended.length > 0 };
+}
+
+/** Ends every other session of the caller, while the caller's is live: false when it was not. */
+export async function endOtherSessionsNow(db: Database, caller: AccessClaims, now: number): Promise<boolean> {
+  const [[live]] = await db.batch([sessionCheck(db, caller, now), endOtherSessions(db, caller, liveSession(caller, now))]);
+  return live !== undefined;
+}
+
+/** The statement that ends every session of the caller's account but the caller's, when `condition` holds: for a batch. */
+export function endOtherSessions(db: Database, caller: AccessClaims, condition?: SQL) {
+  return db.delete(sessions).where(and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), condition));
+}
+
+/** The statement that ends every session of the account, when `condition` holds: for a batch. */
+export function endAllSessions(db: Database, userId: number | SQL, condition?: SQL) {
+  return db.delete(sessions).where(and(eq(sessions.userId, userId), condition));
+}
