@@ -3,7 +3,8 @@ import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import type { AppEnv } from "../types";
-import { accountRoutes } from "./account/routes";
+import { accountDeletion, accountRoutes } from "./account/routes";
+import { emailRevert } from "./account/email-revert";
 import type { OwnedElsewhere } from "./account/store";
 import { AuthMessage } from "./messages";
 import { mfaRoutes } from "./mfa/routes";
@@ -29,7 +30,9 @@ export function authArea({ ownedElsewhere }: AuthSeams) {
     .route("/", registration)
     .route("/", sessionRoutes)
     .route("/", recovery)
-    .route("/", accountRoutes(ownedElsewhere))
+    .route("/", accountRoutes)
+    .route("/", accountDeletion(ownedElsewhere))
+    .route("/", emailRevert)
     .route("/", mfaRoutes);
 
   // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app

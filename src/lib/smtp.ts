@@ -1,4 +1,5 @@
 import { connect } from "cloudflare:sockets";
+import { SmtpConversation, SmtpError, type Reply } from "./smtp-conversation";
 
 /**
  * A minimal SMTP submission client over `cloudflare:sockets`.
@@ -28,17 +29,6 @@ export interface Envelope {
   data: string;
 }
 
-export class SmtpError extends Error {
-  override name = "SmtpError";
-}
-
-interface Reply {
-  code: number;
-  lines: string[];
-}
-
-// A reply longer than this is not SMTP; refuse it instead of buffering without end.
-const MAX_REPLY_BYTES = 64 * 1024;
 // After the message is accepted, QUIT is a courtesy: do not wait long for its answer.
 const QUIT_WAIT_MS = 1_000;
 
@@ -46,107 +36,6 @@ function base64(text: string): string {
   let binary = "";
   for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
   return btoa(binary);
-}
-
-/** A reply as an error message. Replies often echo an address: the logger masks it, then cuts the message. */
-function describe(reply: Reply): string {
-  return `${reply.code} ${reply.lines.join(" ")}`.trim();
-}
-
-/** The socket's byte streams (the runtime types them loosely). */
-function streamsOf(socket: Socket): [ReadableStreamDefaultReader<Uint8Array>, WritableStreamDefaultWriter<Uint8Array>] {
-  const readable = socket.readable as ReadableStream<Uint8Array>;
-  const writable = socket.writable as WritableStream<Uint8Array>;
-  return [readable.getReader(), writable.getWriter()];
-}
-
-class SmtpConversation {
-  private socket: Socket;
-  private reader: ReadableStreamDefaultReader<Uint8Array>;
-  private writer: WritableStreamDefaultWriter<Uint8Array>;
-  private readonly decoder = new TextDecoder();
-  private readonly encoder = new TextEncoder();
-  private buffered = "";
-
-  constructor(
-    socket: Socket,
-    private readonly deadline: number,
-  ) {
-    this.socket = socket;
-    [this.reader, this.writer] = streamsOf(socket);
-  }
-
-  /** Waits for `promise` until the conversation's deadline (or `limitMs`, if sooner). */
-  async within<T>(promise: Promise<T>, what: string, limitMs = Infinity): Promise<T> {
-    const remaining = Math.min(this.deadline - Date.now(), limitMs);
-    if (remaining <= 0) throw new SmtpError(`timed out ${what}`);
-    let timer!: ReturnType<typeof setTimeout>;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new SmtpError(`timed out ${what}`)), remaining);
-    });
-    try {
-      return await Promise.race([promise, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private async readLine(what: string, limitMs?: number): Promise<string> {
-    for (;;) {
-      const end = this.buffered.indexOf("\n");
-      if (end >= 0) {
-        const line = this.buffered.slice(0, end).replace(/\r$/, "");
-        this.buffered = this.buffered.slice(end + 1);
-        return line;
-      }
-      if (this.buffered.length > MAX_REPLY_BYTES) throw new SmtpError(`reply too long ${what}`);
-      const chunk = await this.within(this.reader.read(), what, limitMs);
-      if (chunk.done) throw new SmtpError(`connection closed by the server ${what}`);
-      this.buffered += this.decoder.decode(chunk.value, { stream: true });
-    }
-  }
-
-  /** Reads one (possibly multi-line) reply: `250-first`, `250-more`, `250 last`. */
-  async reply(what: string, limitMs?: number): Promise<Reply> {
-    const lines: string[] = [];
-    for (;;) {
-      const line = await this.readLine(what, limitMs);
-      const match = /^(\d{3})([ -]|$)(.*)$/.exec(line);
-      if (!match) throw new SmtpError(`malformed reply ${what}`);
-      lines.push(match[3] ?? "");
-      if (match[2] !== "-") return { code: Number(match[1]), lines };
-    }
-  }
-
-  async send(text: string, what: string): Promise<void> {
-    await this.within(this.writer.write(this.encoder.encode(text)), what);
-  }
-
-  /** Sends one command line and requires a reply with one of the expected codes. */
-  async command(line: string, expected: number[], what: string): Promise<Reply> {
-    await this.send(`${line}\r\n`, what);
-    return this.expect(expected, what);
-  }
-
-  async expect(expected: number[], what: string): Promise<Reply> {
-    const reply = await this.reply(what);
-    if (!expected.includes(reply.code)) throw new SmtpError(`server refused ${what}: ${describe(reply)}`);
-    return reply;
-  }
-
-  /** Replaces the plain socket with its TLS upgrade (after the server's 220 to STARTTLS). */
-  upgradeToTls(host: string): void {
-    this.reader.releaseLock();
-    this.writer.releaseLock();
-    this.socket = this.socket.startTls({ expectedServerHostname: host });
-    [this.reader, this.writer] = streamsOf(this.socket);
-    this.buffered = "";
-  }
-
-  close(): void {
-    // Errors here only mean the socket is already gone.
-    this.socket.close().catch(() => {});
-  }
 }
 
 /** Parses the EHLO reply's extension lines into upper-case keywords and their parameters. */
@@ -213,6 +102,43 @@ export function withAsciiDomain(address: string): string {
   return `${address.slice(0, at)}@${host}`;
 }
 
+/**
+ * Greets the server and secures the connection: EHLO, STARTTLS when the socket is not TLS already and the
+ * server offers it. Answers the server's extensions, and refuses to go on in plain text off this machine.
+ */
+async function greet(session: SmtpConversation, settings: SmtpSettings, heloName: string): Promise<Map<string, string[]>> {
+  await session.expect([220], "greeting");
+  let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
+  let encrypted = settings.secure;
+  if (!encrypted && caps.has("STARTTLS")) {
+    await session.command("STARTTLS", [220], "STARTTLS");
+    session.upgradeToTls(settings.host);
+    encrypted = true;
+    caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
+  }
+  // Anyone on the path would read the password: only a connection that stays on the machine may go plain.
+  if (!encrypted && !isLoopbackHost(settings.host)) {
+    throw new SmtpError(`refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`);
+  }
+  return caps;
+}
+
+/** The transaction of one message: envelope, data, and (a courtesy) QUIT. */
+async function transfer(session: SmtpConversation, caps: Map<string, string[]>, from: string, to: string, data: string, smtpUtf8: boolean): Promise<void> {
+  // An SMTPUTF8 message carries UTF-8 in its headers: 8-bit data, announced as such (RFC 6152).
+  const eightBit = NON_ASCII.test(data) && caps.has("8BITMIME") ? " BODY=8BITMIME" : "";
+  await session.command(`MAIL FROM:<${from}>${eightBit}${smtpUtf8 ? " SMTPUTF8" : ""}`, [250], "MAIL FROM");
+  await session.command(`RCPT TO:<${to}>`, [250, 251], "RCPT TO");
+  await session.command("DATA", [354], "DATA");
+  await session.send(data, "sending the message");
+  await session.expect([250], "the message");
+  // The message is accepted; a server that hangs up instead of answering QUIT changes nothing.
+  await session
+    .send("QUIT\r\n", "QUIT")
+    .then(() => session.reply("QUIT", QUIT_WAIT_MS))
+    .catch(() => {});
+}
+
 /** Delivers one message. Resolves once the server has accepted it; rejects with an SmtpError otherwise. */
 export async function sendMail(settings: SmtpSettings, envelope: Envelope): Promise<void> {
   const from = withAsciiDomain(envelope.from);
@@ -222,48 +148,18 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
   }
   // Only SMTPUTF8 (RFC 6531) lets a local part be more than ASCII.
   const needsSmtpUtf8 = NON_ASCII.test(from) || NON_ASCII.test(to);
-  const deadline = Date.now() + settings.timeoutMs;
-  const socket = connect(
-    { hostname: settings.host, port: settings.port },
-    { secureTransport: settings.secure ? "on" : "starttls", allowHalfOpen: false },
-  );
-  const session = new SmtpConversation(socket, deadline);
+  const socket = connect({ hostname: settings.host, port: settings.port }, { secureTransport: settings.secure ? "on" : "starttls", allowHalfOpen: false });
+  const session = new SmtpConversation(socket, Date.now() + settings.timeoutMs);
   try {
     await session.within(socket.opened, "connecting").catch((err: unknown) => {
       throw err instanceof SmtpError ? err : new SmtpError(`could not connect to ${settings.host}:${settings.port}`);
     });
-    await session.expect([220], "greeting");
-    const heloName = from.split("@").pop() || "localhost";
-    let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
-    let encrypted = settings.secure;
-    if (!encrypted && caps.has("STARTTLS")) {
-      await session.command("STARTTLS", [220], "STARTTLS");
-      session.upgradeToTls(settings.host);
-      encrypted = true;
-      caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
-    }
-    // Anyone on the path would read the password: only a connection that stays on the machine may go plain.
-    if (!encrypted && !isLoopbackHost(settings.host)) {
-      throw new SmtpError(
-        `refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`,
-      );
-    }
+    const caps = await greet(session, settings, from.split("@").pop() || "localhost");
     if (needsSmtpUtf8 && !caps.has("SMTPUTF8")) {
       throw new SmtpError("an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it");
     }
     await authenticate(session, caps, settings);
-    // An SMTPUTF8 message carries UTF-8 in its headers: 8-bit data, announced as such (RFC 6152).
-    const eightBit = NON_ASCII.test(envelope.data) && caps.has("8BITMIME") ? " BODY=8BITMIME" : "";
-    await session.command(`MAIL FROM:<${from}>${eightBit}${needsSmtpUtf8 ? " SMTPUTF8" : ""}`, [250], "MAIL FROM");
-    await session.command(`RCPT TO:<${to}>`, [250, 251], "RCPT TO");
-    await session.command("DATA", [354], "DATA");
-    await session.send(envelope.data, "sending the message");
-    await session.expect([250], "the message");
-    // The message is accepted; a server that hangs up instead of answering QUIT changes nothing.
-    await session
-      .send("QUIT\r\n", "QUIT")
-      .then(() => session.reply("QUIT", QUIT_WAIT_MS))
-      .catch(() => {});
+    await transfer(session, caps, from, to, envelope.data, needsSmtpUtf8);
   } finally {
     session.close();
   }

@@ -43,6 +43,41 @@ function operation(path: string, described: Operation, handlers: unknown[]): Jso
   };
 }
 
+/** What the operations refer to: the shared schemas, the bookmark parameter, the security scheme. Built with the document, on its first request. */
+function components(): Json {
+  return {
+    schemas: {
+      Note: schemaOf(Note),
+      Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
+      Tokens: schemaOf(Tokens),
+      Login: schemaOf(Login),
+      Session: schemaOf(Session),
+      Me: schemaOf(Me),
+      MfaChallenge: schemaOf(MfaChallenge),
+    },
+    parameters: {
+      Bookmark: {
+        name: BOOKMARK_HEADER,
+        in: "header",
+        required: false,
+        description:
+          `The \`${BOOKMARK_HEADER}\` of your last answer (every answer that used the database carries one): the request then reads data at ` +
+          "least that recent, your own writes included. Without it a read may be served by a nearby replica that lags a little. " +
+          `A value that is not a bookmark is a 400: \`${AuthMessage.invalidBookmark}\` on /auth, \`{"error": "${NoteMessage.invalidBookmark}"}\` on /notes.`,
+        schema: { type: "string", pattern: BOOKMARK.source },
+      },
+    },
+    securitySchemes: {
+      bearer: {
+        type: "http",
+        scheme: "bearer",
+        bearerFormat: "JWT",
+        description: "The access token of a login or refresh; needed by /notes only with NOTES_AUTH=required",
+      },
+    },
+  };
+}
+
 /** The document for the routes of the app (`app.routes`). */
 export function openApiDocument(routes: readonly RegisteredRoute[]): Json {
   const chains = new Map<string, unknown[]>();
@@ -70,37 +105,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): Json {
     },
     servers: [{ url: "/" }],
     tags: [{ name: "accounts" }, { name: "notes" }, { name: "docs" }],
-    components: {
-      schemas: {
-        Note: schemaOf(Note),
-        Error: { type: "object", required: ["error"], properties: { error: { type: "string" } } },
-        Tokens: schemaOf(Tokens),
-        Login: schemaOf(Login),
-        Session: schemaOf(Session),
-        Me: schemaOf(Me),
-        MfaChallenge: schemaOf(MfaChallenge),
-      },
-      parameters: {
-        Bookmark: {
-          name: BOOKMARK_HEADER,
-          in: "header",
-          required: false,
-          description:
-            `The \`${BOOKMARK_HEADER}\` of your last answer (every answer that used the database carries one): the request then reads data at ` +
-            "least that recent, your own writes included. Without it a read may be served by a nearby replica that lags a little. " +
-            `A value that is not a bookmark is a 400: \`${AuthMessage.invalidBookmark}\` on /auth, \`{"error": "${NoteMessage.invalidBookmark}"}\` on /notes.`,
-          schema: { type: "string", pattern: BOOKMARK.source },
-        },
-      },
-      securitySchemes: {
-        bearer: {
-          type: "http",
-          scheme: "bearer",
-          bearerFormat: "JWT",
-          description: "The access token of a login or refresh; needed by /notes only with NOTES_AUTH=required",
-        },
-      },
-    },
+    components: components(),
     paths,
   };
 }

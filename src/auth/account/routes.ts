@@ -12,63 +12,64 @@ import { ChangePasswordBody, DeleteAccountBody } from "../schemas";
 import type { MeJson } from "../shapes";
 import { callerAccount, reauthenticate } from "../session/step-up";
 import { emailChange } from "./email-change";
-import { emailRevert } from "./email-revert";
 import { changePassword, deleteAccount, type OwnedElsewhere } from "./store";
 
 /**
  * The signed-in user's own account: read it, change its password or address (email-change.ts, and its
- * undo in email-revert.ts), delete it, with what other areas keep for it (`ownedElsewhere`, from index.ts).
+ * undo in email-revert.ts), and delete it (accountDeletion).
  */
-export function accountRoutes(ownedElsewhere: OwnedElsewhere) {
+export const accountRoutes = new Hono<AppEnv>()
+  .get(
+    "/me",
+    describeRoute({ ...bearer, summary: "Your account", responses: { "200": json("The caller's account", ref("Me")), ...bearerErrors } }),
+    requireAccessToken,
+    async (c) => {
+      const user = await callerAccount(c, c.var.caller);
+      if (!user) return unauthorized(c);
+      const totp = isActive(user.factor);
+      const me: MeJson = {
+        id: user.id,
+        email: user.email,
+        verified: user.isVerified,
+        created_at: new Date(user.createdAt).toISOString(),
+        mfa: { totp, recovery_codes_remaining: totp ? user.recoveryCodes : 0 },
+      };
+      return c.json(me, 200);
+    },
+  )
+
+  .post(
+    "/change-password",
+    describeRoute({
+      ...bearer,
+      summary: "Change your password",
+      description: "Needs the current password. Ends every other session and mails a notice.",
+      requestExample: { current_password: "correct horse battery", new_password: "a new long password" },
+      responses: {
+        "200": text("Changed", AuthMessage.passwordChanged),
+        "400": text("Missing or malformed fields", AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings, ...passwordRules, ...badJson),
+        ...passwordChecked,
+      },
+    }),
+    requireAccessToken,
+    jsonBody(ChangePasswordBody),
+    async (c) => {
+      const { current_password: currentPassword, new_password: newPassword, code: stepUpCode } = c.req.valid("json");
+      const { config, db, log, caller } = c.var;
+      const confirmed = await reauthenticate(c, { password: currentPassword, code: { value: stepUpCode } });
+      if ("refused" in confirmed) return confirmed.refused;
+      if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now()))) return unauthorized(c);
+      log.info("password_changed", { userId: caller.userId });
+      await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
+      return c.text(AuthMessage.passwordChanged, 200);
+    },
+  )
+
+  .route("/", emailChange);
+
+/** DELETE /auth/account, which deletes what other areas keep for the account too (`ownedElsewhere`, handed in by index.ts). */
+export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
   return new Hono<AppEnv>()
-    .get(
-      "/me",
-      describeRoute({ ...bearer, summary: "Your account", responses: { "200": json("The caller's account", ref("Me")), ...bearerErrors } }),
-      requireAccessToken,
-      async (c) => {
-        const user = await callerAccount(c, c.var.caller);
-        if (!user) return unauthorized(c);
-        const totp = isActive(user.factor);
-        const me: MeJson = {
-          id: user.id,
-          email: user.email,
-          verified: user.isVerified,
-          created_at: new Date(user.createdAt).toISOString(),
-          mfa: { totp, recovery_codes_remaining: totp ? user.recoveryCodes : 0 },
-        };
-        return c.json(me, 200);
-      },
-    )
-
-    .post(
-      "/change-password",
-      describeRoute({
-        ...bearer,
-        summary: "Change your password",
-        description: "Needs the current password. Ends every other session and mails a notice.",
-        requestExample: { current_password: "correct horse battery", new_password: "a new long password" },
-        responses: {
-          "200": text("Changed", AuthMessage.passwordChanged),
-          "400": text("Missing or malformed fields", AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings, ...passwordRules, ...badJson),
-          ...passwordChecked,
-        },
-      }),
-      requireAccessToken,
-      jsonBody(ChangePasswordBody),
-      async (c) => {
-        const { current_password: currentPassword, new_password: newPassword, code: stepUpCode } = c.req.valid("json");
-        const { config, db, log, caller } = c.var;
-        const confirmed = await reauthenticate(c, { password: currentPassword, code: { value: stepUpCode } });
-        if ("refused" in confirmed) return confirmed.refused;
-        if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now()))) return unauthorized(c);
-        log.info("password_changed", { userId: caller.userId });
-        await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
-        return c.text(AuthMessage.passwordChanged, 200);
-      },
-    )
-
-    .route("/", emailChange)
-
     .delete(
       "/account",
       describeRoute({
@@ -93,7 +94,5 @@ export function accountRoutes(ownedElsewhere: OwnedElsewhere) {
         log.info("account_deleted", { userId: caller.userId });
         return c.body(null, 204);
       },
-    )
-
-    .route("/", emailRevert);
+    );
 }
