@@ -5,6 +5,7 @@ import { sendEmail, type Mailer } from "../lib/mail";
 import type { Database } from "../types";
 import { EMAIL_CHANGE_REVERT_TTL_MS } from "./account/store";
 import { claimMailBudget } from "./limits/mail-budget";
+import { WRONG_CODES_PER_HOUR } from "./mfa/factor";
 
 /**
  * Every mail of the accounts area, subject and text side by side: plain text, like the spec's
@@ -47,9 +48,11 @@ export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: str
   return sendEmail(mailer, { to, subject: "Your Email Address Was Changed", text }, "email_changed");
 }
 
-/** Two-factor authentication was turned on. */
+/** Two-factor authentication was turned on, and the account's other sessions ended. */
 export function sendMfaEnabledNotice(mailer: Mailer, to: string): Promise<void> {
-  const text = "Two-factor authentication is now on for your account. If this was not you, reset your password and contact us at once.";
+  const text =
+    "Two-factor authentication is now on for your account, and every other session was signed out: sign in again there with a code. " +
+    "If this was not you, reset your password and contact us at once.";
   return sendEmail(mailer, { to, subject: "Two-Factor Authentication Turned On", text }, "mfa_enabled");
 }
 
@@ -57,6 +60,16 @@ export function sendMfaEnabledNotice(mailer: Mailer, to: string): Promise<void> 
 export function sendMfaDisabledNotice(mailer: Mailer, to: string): Promise<void> {
   const text = "Two-factor authentication is now off for your account, and your other sessions were signed out. If this was not you, reset your password at once.";
   return sendEmail(mailer, { to, subject: "Two-Factor Authentication Turned Off", text }, "mfa_disabled");
+}
+
+/** The account's hourly allowance of wrong TOTP codes was used up: someone who knows the password is guessing. */
+export function sendMfaGuessingNotice(mailer: Mailer, to: string): Promise<void> {
+  const text = [
+    `Someone who knows your password has entered ${WRONG_CODES_PER_HOUR} wrong two-factor authentication codes for your account within an hour.`,
+    "Authentication codes are refused for the rest of that hour; your recovery codes still work.",
+    "If this was not you, change your password now: whoever tried knows it.",
+  ].join("\n");
+  return sendEmail(mailer, { to, subject: "Someone Is Trying Codes on Your Account", text }, "mfa_guessing");
 }
 
 /** A recovery code was used, and how many are left. */

@@ -53,6 +53,8 @@ export const AuthMessage = {
   mfaAlreadyActive: "Two-factor authentication is already on. Turn it off first.",
   noPendingFactor: "No two-factor enrolment is waiting for confirmation.",
   invalidMfaCode: "Invalid authentication code.",
+  mfaCodeReused: "This authentication code was already used. Wait for the next one in your authenticator app.",
+  mfaCodesCapped: "Too many wrong authentication codes for this account. Try again later, or use a recovery code.",
   invalidMfaToken: "Invalid or expired MFA token.",
   mfaCodeRequired: "An authentication code (code) is required: two-factor authentication is on.",
   mfaNotActive: "Two-factor authentication is not on.",

@@ -94,8 +94,9 @@ export const resetMailAllowances = sqliteTable(
 
 /**
  * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS: the notice to the old address
- * carries a revert token that puts the old address back, ends every session and clears the password (a
- * phished password must not outlive the undo). Only the token's SHA-256 is stored.
+ * carries a revert token that puts the old address back, ends every session, clears the password (a
+ * phished password must not outlive the undo) and removes second factors added since. While the row
+ * lives, its old address stays reserved for the account. Only the token's SHA-256 is stored.
  */
 export const emailChangeReverts = sqliteTable(
   "email_change_reverts",
@@ -106,6 +107,9 @@ export const emailChangeReverts = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
     oldEmail: text("old_email").notNull(),
+    // When the change was confirmed: a revert voids only the tokens of later changes, and removes the
+    // second factors added after its own change.
+    createdAt: integer("created_at").notNull().default(0),
     expiresAt: integer("expires_at").notNull(),
   },
   (table) => [index("email_change_reverts_user_id").on(table.userId), index("email_change_reverts_expires_at").on(table.expiresAt)],
@@ -134,6 +138,12 @@ export const mfaFactors = sqliteTable(
     status: text("status", { enum: MFA_STATUSES }).notNull(),
     lastUsedStep: integer("last_used_step").notNull().default(0),
     createdAt: integer("created_at").notNull(),
+    // Wrong codes of an active factor in a fixed one-hour window, whatever the sign-in, client or session
+    // they came with: claimed before a code is checked, so a full window refuses the right code too.
+    wrongWindowStart: integer("wrong_window_start").notNull().default(0),
+    wrongInWindow: integer("wrong_in_window").notNull().default(0),
+    // The window whose filling was mailed to the owner: one notice per window.
+    noticedWindow: integer("noticed_window").notNull().default(0),
   },
   (table) => [primaryKey({ columns: [table.userId, table.kind] })],
 );

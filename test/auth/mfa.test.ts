@@ -122,13 +122,14 @@ describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
     expect(await textOf(await enrol(token, "wrong password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
   });
 
-  it("never accepts the confirming code again", async () => {
+  it("never accepts the confirming code again, and says why", async () => {
     const email = await account();
     const { token } = await logIn2(email);
     const key = base32Decode(v.parse(Enrolment, await (await enrol(token)).json()).secret);
     const code = await codeAt(key);
     expect((await call("POST", "/auth/mfa/totp/confirm", { code }, bearer(token))).status).toBe(200);
-    expect(await textOf(await verify(await challenge(email), { code }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
+    expect(await textOf(await verify(await challenge(email), { code }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.mfaCodeReused });
+    expect(AuthMessage.mfaCodeReused).toBe("This authentication code was already used. Wait for the next one in your authenticator app.");
   });
 
   it("keeps the secret sealed at rest and the recovery codes hashed, and logs none of them", async () => {
@@ -251,6 +252,86 @@ describe("login with a second factor", () => {
     const before = await sessionsOf(email);
     expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect(await sessionsOf(email)).toBe(before);
+  });
+});
+
+describe("wrong codes capped per account (F2)", () => {
+  const GUESSING = "Someone Is Trying Codes on Your Account";
+  const capped = { status: 429, type: TEXT, body: AuthMessage.mfaCodesCapped };
+
+  /** A code that is neither of the current steps' (so it is wrong whatever the clock does mid-test). */
+  async function wrongCode(key: Uint8Array): Promise<string> {
+    const near = await Promise.all([-1, 0, 1, 2].map((offset) => codeAt(key, offset)));
+    for (let n = 0; ; n++) {
+      const code = String(100000 + n);
+      if (!near.includes(code)) return code;
+    }
+  }
+
+  it("refuses the right code after 10 wrong ones in the hour, however many right-password logins came between; recovery codes still work; one mail", async () => {
+    const { email, key, recoveryCodes } = await withFactor();
+    const wrong = await wrongCode(key);
+    // The attack: the right password (which ends the address's run of attempts) and 5 guesses, twice.
+    for (let round = 0; round < 2; round++) {
+      const mfaToken = await challenge(email);
+      for (let i = 0; i < 5; i++) expect(await textOf(await verify(mfaToken, { code: wrong }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
+    }
+    const refused = await verify(await challenge(email), { code: await codeAt(key, 1) });
+    expect(refused.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
+    expect(await textOf(refused)).toEqual(capped);
+    expect((await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).status).toBe(200);
+    const notices = await mailsWithSubject(email, GUESSING);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.text).toContain("10 wrong two-factor authentication codes");
+  });
+
+  it("checks at most 10 codes of 40 wrong ones sent together from 8 devices, refuses the right one next, and mails once", async () => {
+    const email = await account();
+    // Eight devices that signed in before the factor was on: each second step is judged on its own device's run.
+    const devices: string[] = [];
+    for (let i = 0; i < 8; i++) devices.push(v.parse(LoginTokens, await (await login(email)).json()).device_token);
+    const session = await logIn2(email);
+    const key = base32Decode(v.parse(Enrolment, await (await enrol(session.token)).json()).secret);
+    expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(key) }, bearer(session.token))).status).toBe(200);
+    const tokens = await Promise.all(
+      devices.map(async (device) => v.parse(Challenge, await (await call("POST", "/auth/login", { email, password: PASSWORD, device_token: device })).json()).mfa_token),
+    );
+    const wrong = await wrongCode(key);
+    const answers = await Promise.all(tokens.flatMap((mfaToken) => Array.from({ length: 5 }, () => verify(mfaToken, { code: wrong }))));
+    expect(tally(answers)).toEqual({ 401: 10, 429: 30 });
+    // Each device's run is locked now; the address's is not, and the right code is refused all the same.
+    expect(await textOf(await verify(await challenge(email), { code: await codeAt(key, 1) }))).toEqual(capped);
+    expect(await mailsWithSubject(email, GUESSING)).toHaveLength(1);
+  });
+
+  it("counts the step-up's wrong codes too: a capped account's step-up answers 429 and keeps the session", async () => {
+    const { email, key, session } = await withFactor();
+    const wrong = await wrongCode(key);
+    await env.DB.prepare("UPDATE mfa_factors SET wrong_window_start = ?, wrong_in_window = 10 WHERE user_id = (SELECT id FROM users WHERE email = ?)")
+      .bind(Date.now(), email)
+      .run();
+    const body = { current_password: PASSWORD, new_password: NEW_PASSWORD, code: await codeAt(key, 1) };
+    expect(await textOf(await call("POST", "/auth/change-password", body, bearer(session.token)))).toEqual(capped);
+    expect(await textOf(await call("POST", "/auth/change-password", { ...body, code: wrong }, bearer(session.token)))).toEqual(capped);
+    expect((await me(session.token)).status).toBe(200);
+  });
+});
+
+describe("turning the factor on (F12)", () => {
+  it("ends every other session of the account, keeps the caller's, and says so in the notice", async () => {
+    const email = await account();
+    const other = await logIn2(email);
+    const { key, session } = await (async () => {
+      const mine = await logIn2(email);
+      const secret = base32Decode(v.parse(Enrolment, await (await enrol(mine.token)).json()).secret);
+      expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(secret) }, bearer(mine.token))).status).toBe(200);
+      return { key: secret, session: mine };
+    })();
+    await expectEnded(other);
+    expect((await me(session.token)).status).toBe(200);
+    expect(key).toHaveLength(20);
+    const [notice] = await mailsWithSubject(email, "Two-Factor Authentication Turned On");
+    expect(notice?.text).toContain("every other session was signed out");
   });
 });
 

@@ -1,27 +1,48 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../../types";
-import { mailerOf, sendRecoveryCodeUsedNotice } from "../mails";
-import { acceptCode, type Factor } from "./factor";
+import { mailerOf, sendMfaGuessingNotice, sendRecoveryCodeUsedNotice } from "../mails";
+import { acceptCode, claimCodeTry, claimFullWindowNotice, giveBackCodeTry, WRONG_CODES_PER_HOUR, type Factor } from "./factor";
 import { useRecoveryCode } from "./recovery-codes";
 
 /**
- * The one check of a second factor, wherever one is asked for (the login's second step, a step-up): a
- * TOTP code, or one of the recovery codes, which is used up and tells the owner by mail how many are
- * left. Answers how the factor was proven (an RFC 8176 `amr` value: `otp`, or our `rec` for a recovery
- * code), or undefined for a wrong code.
+ * The one check of an active second factor, wherever one is asked for (the login's second step, a
+ * step-up): a TOTP code, or one of the recovery codes, which is used up and tells the owner by mail how many
+ * are left. A TOTP code first claims a try of the account's hourly window of wrong codes (factor.ts); the
+ * claim that fills it tells the owner, once. Answers how the factor was proven (an RFC 8176 `amr` value:
+ * `otp`, or our `rec` for a recovery code), why it was not, or how long TOTP codes are refused.
  */
+export type SecondFactorCheck = { proven: "otp" | "rec" } | { refused: "wrong" | "reused" } | { capped: number };
+
 export async function checkSecondFactor<E extends AppEnv>(
   c: Context<E>,
   account: { id: number; email: string },
   factor: Factor,
   typed: { code: string } | { recoveryCode: string },
-): Promise<"otp" | "rec" | undefined> {
-  const { config, db } = c.var;
-  if ("code" in typed) return (await acceptCode(db, config, account.id, factor, typed.code, Date.now())) ? "otp" : undefined;
-  const left = await useRecoveryCode(db, account.id, typed.recoveryCode);
-  if (left === undefined) return undefined;
+): Promise<SecondFactorCheck> {
+  return "code" in typed ? checkTotp(c, account, factor, typed.code) : checkRecoveryCode(c, account, typed.recoveryCode);
+}
+
+async function checkTotp<E extends AppEnv>(c: Context<E>, account: { id: number; email: string }, factor: Factor, code: string): Promise<SecondFactorCheck> {
+  const { config, db, log } = c.var;
+  const now = Date.now();
+  const claim = await claimCodeTry(db, account.id, now);
+  if ("waitMs" in claim) return { capped: claim.waitMs };
+  const outcome = await acceptCode(db, config, account.id, factor, code, now);
+  // Only a wrong code counts: a right one, or one of a step already used (it takes the authenticator), gives its try back.
+  if (outcome !== "wrong") await giveBackCodeTry(db, account.id, claim.windowStart);
+  if (outcome === "accepted") return { proven: "otp" };
+  if (outcome === "wrong" && claim.count >= WRONG_CODES_PER_HOUR && (await claimFullWindowNotice(db, account.id, claim.windowStart))) {
+    log.warn("mfa_codes_capped", { userId: account.id });
+    await sendMfaGuessingNotice(mailerOf(c.var), account.email);
+  }
+  return { refused: outcome };
+}
+
+async function checkRecoveryCode<E extends AppEnv>(c: Context<E>, account: { id: number; email: string }, typed: string): Promise<SecondFactorCheck> {
+  const left = await useRecoveryCode(c.var.db, account.id, typed);
+  if (left === undefined) return { refused: "wrong" };
   await sendRecoveryCodeUsedNotice(mailerOf(c.var), account.email, left);
-  return "rec";
+  return { proven: "rec" };
 }
 
 /** A code typed where either kind is taken (a step-up's `code`): six digits are a TOTP code, anything else a recovery code. */

@@ -1,9 +1,10 @@
-import { and, eq, lt, sql, type SQL } from "drizzle-orm";
+import { and, eq, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Config } from "../../config";
 import { mfaFactors, mfaRecoveryCodes, users } from "../../db/schema";
 import { open, seal, sealedUnder } from "../../lib/secret-box";
 import { matchingStep } from "../../lib/totp";
 import type { Database } from "../../types";
+import { claimWindowSql, windowWait } from "../limits/windows";
 
 /**
  * An account's second factor (today TOTP, RFC 6238), wherever it is read or checked: the login's second
@@ -12,21 +13,30 @@ import type { Database } from "../../types";
  * read before it. See docs/mfa.md.
  */
 
-/** A second factor as an account holds it: its kind, its state, and its secret sealed at rest. */
-export type Factor = { kind: "totp"; status: "pending" | "active"; sealedSecret: string };
+/** A second factor as an account holds it: its kind, its state, its secret sealed at rest, and the last step it accepted. */
+export type Factor = { kind: "totp"; status: "pending" | "active"; sealedSecret: string; lastUsedStep: number };
+
+/**
+ * Wrong codes an active factor takes in an hour, from any sign-in, client or session: past them its codes
+ * are refused (the right one too) for the rest of the hour, and the owner is told once. Recovery codes
+ * still work. Five tries per `mfa_token` bound one challenge, not the account; this bounds the account.
+ */
+export const WRONG_CODES_PER_HOUR = 10;
 
 /** What any query over `users` selects to know the account's factor (see factorOf). */
 export const factorFields = {
   totpStatus: sql<Factor["status"] | null>`(SELECT ${mfaFactors.status} FROM ${mfaFactors} WHERE ${ofTotp(users.id)})`,
   totpSecret: sql<string | null>`(SELECT ${mfaFactors.sealedSecret} FROM ${mfaFactors} WHERE ${ofTotp(users.id)})`,
+  totpLastStep: sql<number | null>`(SELECT ${mfaFactors.lastUsedStep} FROM ${mfaFactors} WHERE ${ofTotp(users.id)})`,
   recoveryCodes: sql<number>`(SELECT count(*) FROM ${mfaRecoveryCodes} WHERE ${mfaRecoveryCodes.userId} = ${users.id})`,
 };
 
-export type FactorRow = { totpStatus: Factor["status"] | null; totpSecret: string | null };
+export type FactorRow = { totpStatus: Factor["status"] | null; totpSecret: string | null; totpLastStep: number | null };
 
 /** The account's factor from the row `factorFields` read: undefined when it has none. */
 export function factorOf(row: FactorRow): Factor | undefined {
-  return row.totpStatus && row.totpSecret !== null ? { kind: "totp", status: row.totpStatus, sealedSecret: row.totpSecret } : undefined;
+  if (!row.totpStatus || row.totpSecret === null) return undefined;
+  return { kind: "totp", status: row.totpStatus, sealedSecret: row.totpSecret, lastUsedStep: row.totpLastStep ?? 0 };
 }
 
 /** Whether the account has a factor in use: only then do a sign-in and a step-up ask for it. */
@@ -57,15 +67,19 @@ async function claimStep(db: Database, userId: number, factor: Factor, step: num
   return claimed !== undefined;
 }
 
+/** What a code did: accepted, wrong, or right but of a step already used (a code is good once). */
+export type CodeOutcome = "accepted" | "wrong" | "reused";
+
 /**
  * Accepts a code of the factor: the step it matches (±1 for clock drift) is claimed (claimStep), so a
  * code, and any code of an earlier step, is never accepted twice, not even by concurrent requests. A
  * pending factor becomes active with its first code.
  */
-export async function acceptCode(db: Database, config: Pick<Config, "mfaKeys">, userId: number, factor: Factor, code: string, now: number): Promise<boolean> {
+export async function acceptCode(db: Database, config: Pick<Config, "mfaKeys">, userId: number, factor: Factor, code: string, now: number): Promise<CodeOutcome> {
   const secret = await open(factor.sealedSecret, config.mfaKeys);
   const step = secret && (await matchingStep(secret, code.trim(), now));
-  if (!secret || step === undefined || !(await claimStep(db, userId, factor, step))) return false;
+  if (!secret || step === undefined) return "wrong";
+  if (step <= factor.lastUsedStep || !(await claimStep(db, userId, factor, step))) return "reused";
   // After a key rotation, each secret is sealed again under the current key the first time it is used.
   const current = config.mfaKeys[0]!;
   if (!(await sealedUnder(factor.sealedSecret, current))) {
@@ -74,7 +88,43 @@ export async function acceptCode(db: Database, config: Pick<Config, "mfaKeys">, 
       .set({ sealedSecret: await seal(secret, current) })
       .where(and(ofTotp(userId), eq(mfaFactors.sealedSecret, factor.sealedSecret)));
   }
-  return true;
+  return "accepted";
+}
+
+/**
+ * Claims one try at the account's active factor in its hourly window of wrong codes, before the code is
+ * checked (one conditional UPDATE): the window as the claim left it, or how long it is full.
+ */
+export async function claimCodeTry(db: Database, userId: number, now: number): Promise<{ windowStart: number; count: number } | { waitMs: number }> {
+  const window = claimWindowSql(mfaFactors.wrongWindowStart, mfaFactors.wrongInWindow, WRONG_CODES_PER_HOUR, now);
+  const active = and(ofTotp(userId), eq(mfaFactors.status, "active"));
+  const [[claimed], [state]] = await db.batch([
+    db
+      .update(mfaFactors)
+      .set({ wrongWindowStart: window.start, wrongInWindow: window.count })
+      .where(and(active, window.hasRoom))
+      .returning({ windowStart: mfaFactors.wrongWindowStart, count: mfaFactors.wrongInWindow }),
+    db.select({ start: mfaFactors.wrongWindowStart, count: mfaFactors.wrongInWindow }).from(mfaFactors).where(active),
+  ]);
+  return claimed ?? { waitMs: state ? Math.max(windowWait(state, WRONG_CODES_PER_HOUR, now), 1) : 1 };
+}
+
+/** Gives back a try that was not a wrong code, in the window it was claimed in. */
+export async function giveBackCodeTry(db: Database, userId: number, windowStart: number): Promise<void> {
+  await db
+    .update(mfaFactors)
+    .set({ wrongInWindow: sql`max(${mfaFactors.wrongInWindow} - 1, 0)` })
+    .where(and(ofTotp(userId), eq(mfaFactors.wrongWindowStart, windowStart)));
+}
+
+/** True for the one request that may tell the owner the window `windowStart` is full: one notice per window. */
+export async function claimFullWindowNotice(db: Database, userId: number, windowStart: number): Promise<boolean> {
+  const [claimed] = await db
+    .update(mfaFactors)
+    .set({ noticedWindow: windowStart })
+    .where(and(ofTotp(userId), eq(mfaFactors.wrongWindowStart, windowStart), ne(mfaFactors.noticedWindow, windowStart)))
+    .returning({ userId: mfaFactors.userId });
+  return claimed !== undefined;
 }
 
 /**

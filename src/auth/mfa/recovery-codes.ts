@@ -1,4 +1,5 @@
 import { and, count, eq } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import { mfaRecoveryCodes } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
 import type { Database } from "../../types";
@@ -45,11 +46,12 @@ export async function useRecoveryCode(db: Database, userId: number, typed: strin
   return used ? left!.n : undefined;
 }
 
-/** Stores a new set of recovery codes (as hashes), the old set gone, in one transaction. */
-export async function replaceRecoveryCodes(db: Database, userId: number, codes: string[]): Promise<void> {
+/** Stores a new set of recovery codes (as hashes), the old set gone, in one transaction with `alongside`. */
+export async function replaceRecoveryCodes(db: Database, userId: number, codes: string[], alongside: BatchItem<"sqlite">[] = []): Promise<void> {
   const hashes = await Promise.all(codes.map(recoveryCodeHash));
   await db.batch([
     db.delete(mfaRecoveryCodes).where(eq(mfaRecoveryCodes.userId, userId)),
     db.insert(mfaRecoveryCodes).values(hashes.map((codeHash) => ({ userId, codeHash }))),
+    ...alongside,
   ]);
 }

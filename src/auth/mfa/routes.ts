@@ -68,7 +68,9 @@ export const mfaRoutes = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "Confirm two-factor enrolment",
-      description: `With a current code of the app (${CODE_RULES}): the factor is on, ${RECOVERY_CODE_COUNT} recovery codes are answered (shown once), and a notice is mailed.`,
+      description:
+        `With a current code of the app (${CODE_RULES}): the factor is on, ${RECOVERY_CODE_COUNT} recovery codes are answered (shown once), ` +
+        "every other session of the account ends (they never passed the factor), and a notice is mailed.",
       requestExample: { code: "123456" },
       responses: {
         "200": recoveryCodesAnswer("On"),
@@ -87,9 +89,11 @@ export const mfaRoutes = new Hono<AppEnv>()
       const { account } = confirmed;
       if (account.factor?.status !== "pending") return c.text(AuthMessage.noPendingFactor, 400);
       // The pending factor becomes active with the confirming code's step claimed (never usable again).
-      if (!(await acceptCode(db, config, account.id, account.factor, code, Date.now()))) return c.text(AuthMessage.invalidMfaCode, 401);
+      const outcome = await acceptCode(db, config, account.id, account.factor, code, Date.now());
+      if (outcome !== "accepted") return c.text(outcome === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
       const codes = newRecoveryCodes();
-      await replaceRecoveryCodes(db, account.id, codes);
+      // Sessions opened before the factor was on never passed it: they end (the caller's goes on).
+      await replaceRecoveryCodes(db, account.id, codes, [endOtherSessions(db, c.var.caller)]);
       log.info("mfa_enabled", { userId: account.id });
       await sendMfaEnabledNotice(mailerOf(c.var), account.email);
       return c.json({ recovery_codes: codes }, 200);

@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { sha256Hex } from "../../lib/crypto";
-import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
+import { badJson, describeRoute, json, ref, text, throttled } from "../../lib/describe";
 import { tooManyRequests } from "../../lib/http";
 import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
@@ -12,7 +12,7 @@ import { MfaVerifyBody } from "../schemas";
 import { openSession, parseAmr } from "../session/gate";
 import { claimChallengeTry, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, useChallenge } from "./challenge";
 import { checkSecondFactor } from "./check";
-import { accountFactor, isActive } from "./factor";
+import { accountFactor, isActive, WRONG_CODES_PER_HOUR } from "./factor";
 
 /** The rules of a TOTP code, as every route that takes one states them. */
 export const CODE_RULES = `6 digits, 30-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
@@ -34,16 +34,17 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
   const [[claim], [lock]] = await db.batch([counter.claim, counter.lock]);
   if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
 
-  const proven = await checkSecondFactor(c, { id: challenged.userId, email: account.email }, account.factor, typed);
-  if (!proven) {
+  const check = await checkSecondFactor(c, { id: challenged.userId, email: account.email }, account.factor, typed);
+  if ("capped" in check) return tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped);
+  if ("refused" in check) {
     log.warn("mfa_verify_failed", { userId: challenged.userId });
-    return c.text(AuthMessage.invalidMfaCode, 401);
+    return c.text(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
   }
   // The token's first success uses it up; a concurrent one that also passed its check gets nothing.
   if (!(await useChallenge(db, tokenHash, now))) return c.text(AuthMessage.invalidMfaToken, 401);
   const proof = {
     account: { id: challenged.userId, email: account.email, signInEpoch: challenged.signInEpoch },
-    amr: [...parseAmr(challenged.amr), proven, "mfa" as const],
+    amr: [...parseAmr(challenged.amr), check.proven, "mfa" as const],
     deviceId,
   };
   return openSession(c, proof, [counter.release(claim.lockedUntil)]);
@@ -57,14 +58,26 @@ export const mfaVerify = new Hono<AppEnv>().post(
     description:
       `The \`mfa_token\` of the login and a current code (${CODE_RULES}), or one of the recovery codes. Answers the tokens exactly like a login; ` +
       `the session is created then. An \`mfa_token\` allows ${MFA_TOKEN_TRIES} tries and lives ${MFA_TOKEN_TTL_MS / MINUTE} minutes or until its first success. ` +
-      `Wrong codes count toward the address's login lock (${LOGIN_FAILURES_BEFORE_LOCK} attempts, password or code, lock it).`,
+      `Wrong codes count toward the address's login lock (${LOGIN_FAILURES_BEFORE_LOCK} attempts, password or code, lock it), and toward the account's ` +
+      `${WRONG_CODES_PER_HOUR} wrong codes an hour, whatever the mfa_token: past them codes are refused for the hour and the owner is mailed.`,
     requestExample: { mfa_token: "…", code: "123456" },
     responses: {
       "200": json("Logged in", ref("Login")),
       "400": text("Missing or malformed fields", AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings, ...badJson),
-      "401": text("Wrong code, or an unknown, used, expired or exhausted mfa_token", AuthMessage.invalidMfaCode, AuthMessage.invalidMfaToken),
+      "401": text(
+        "Wrong code, a code already used, or an unknown, used, expired or exhausted mfa_token",
+        AuthMessage.invalidMfaCode,
+        AuthMessage.mfaCodeReused,
+        AuthMessage.invalidMfaToken,
+      ),
       ...accountErrors,
-      "429": text(`The address is locked (${LOGIN_FAILURES_BEFORE_LOCK} failed attempts)`, AuthMessage.loginLocked),
+      "429": throttled(
+        text(
+          `The address is locked (${LOGIN_FAILURES_BEFORE_LOCK} failed attempts), or the account's ${WRONG_CODES_PER_HOUR} wrong codes an hour are used up (recovery codes still work)`,
+          AuthMessage.loginLocked,
+          AuthMessage.mfaCodesCapped,
+        ),
+      ),
     },
   }),
   jsonBody(MfaVerifyBody),

@@ -2,6 +2,7 @@ import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { sessions, users } from "../../db/schema";
 import type { AccessClaims } from "../../lib/access-token";
+import { tooManyRequests } from "../../lib/http";
 import { verifyPassword } from "../../lib/password";
 import type { Database } from "../../types";
 import { callerSession, unauthorized, type CallerEnv } from "../caller";
@@ -43,8 +44,8 @@ function callerAccountQuery(db: Database, ofSession: SQL) {
     .where(ofSession);
 }
 
-function toCallerAccount({ totpStatus, totpSecret, ...row }: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
-  return { ...row, factor: factorOf({ totpStatus, totpSecret }) };
+function toCallerAccount({ totpStatus, totpSecret, totpLastStep, ...row }: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
+  return { ...row, factor: factorOf({ totpStatus, totpSecret, totpLastStep }) };
 }
 
 /** The caller's account, read in one query with the check that the caller's session is live. */
@@ -103,7 +104,12 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
       await giveBack();
       return { refused: c.text(AuthMessage.mfaCodeRequired, 401) };
     }
-    if (!(await checkSecondFactor(c, account, account.factor, typedCode(code)))) return wrong(AuthMessage.invalidMfaCode);
+    const check = await checkSecondFactor(c, account, account.factor, typedCode(code));
+    if ("capped" in check) {
+      await giveBack();
+      return { refused: tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped) };
+    }
+    if ("refused" in check) return wrong(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode);
   }
   await giveBack();
   return { account };
