@@ -22,7 +22,7 @@ const projects = [
     project: "./tsconfig.node.json",
   },
   // The benchmark's own tsconfigs: its Node-side runner, and its worker entry (Workers types).
-  { files: ["bench/run.ts", "bench/lib/**/*.ts"], project: "./bench/tsconfig.json" },
+  { files: ["bench/run.ts", "bench/scenarios.ts", "bench/lib/**/*.ts"], project: "./bench/tsconfig.json" },
   { files: ["bench/counting-entry.ts"], project: "./bench/tsconfig.worker.json" },
 ];
 
