@@ -1,19 +1,14 @@
 /**
- * Bench-only entry module: our worker (`../src/index.ts`, its default export, unchanged) with its D1
- * binding wrapped so that every round trip to D1 is counted, plus a bcrypt probe. Bundled by wrangler like
- * the real worker (`wrangler deploy bench/counting-entry.ts --dry-run`); never deployed.
- *
- * Round trips: `first`, `all`, `run` and `raw` on a statement, and `batch` and `exec` on the database (or
- * on a session from `withSession`), each count as one.
+ * Bench-only entry: our worker (the default export of `../src/index.ts`, unchanged) with its D1 binding
+ * wrapped so that every round trip is counted (`first`, `all`, `run`, `raw` on a statement; `batch`, `exec`
+ * on the database or a session), and a bcrypt probe. Bundled by wrangler like the real worker; never deployed.
  *
  * - Every response carries `X-Bench-D1-Queries`: the round trips made before the response was returned.
- * - `GET /__bench/d1-stats` returns the running totals `{ requests, queries, late }`; `late` counts round
- *   trips made after the response was returned (a streamed list's later chunks, a `waitUntil`).
- * - `POST /__bench/bcrypt` `{ op: "hash" | "compare", n, cost?, password, hash? }` runs bcryptjs `n` times
- *   (the runner times it from Node: inside workerd the clock stands still while JavaScript runs).
+ * - `GET /__bench/d1-stats`: the running totals `{ requests, queries, late }`, `late` the round trips made
+ *   after a response was returned (a streamed list's later chunks).
+ * - `POST /__bench/bcrypt` `{ op: "hash" | "compare", n, cost?, password, hash? }` runs bcryptjs `n` times.
  *
- * The per-request counter travels in an AsyncLocalStorage, so the app always sees the same env object with
- * the same (wrapped) DB binding, as it would in production.
+ * The counter travels in an AsyncLocalStorage, so the app always sees one env with one (wrapped) binding.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import bcrypt from "bcryptjs";

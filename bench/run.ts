@@ -12,8 +12,8 @@
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildBundle } from "./lib/build.ts";
@@ -51,22 +51,11 @@ setTimeout(() => {
 
 /** The commit bundled, and whether src/ or the config had uncommitted changes. */
 function sourceState(): string {
-  try {
-    const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const dirty = git("status", "--porcelain", "--", "src", "drizzle", "wrangler.toml", "package.json") !== "";
-    return `${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes in src/, drizzle/ or the config" : ""}`;
-  } catch {
-    return "unknown (no git)";
-  }
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  const dirty = git("status", "--porcelain", "--", "src", "drizzle", "wrangler.toml", "package.json") !== "";
+  return `${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes in src/, drizzle/ or the config" : ""}`;
 }
-
-const versionOf = (pkg: string) => {
-  try {
-    return (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
-  } catch {
-    return "?";
-  }
-};
+const versionOf = (pkg: string) => (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
 
 async function main(): Promise<number> {
   const started = Date.now();
@@ -79,18 +68,14 @@ async function main(): Promise<number> {
   log(`[bench] ${opts.smoke ? "smoke: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s)`);
   const source = sourceState();
   log(`[bench] bundling ${source} with wrangler deploy --dry-run ...`);
-  const outDir = join(benchDir, ".out");
-  const [app, counting] = await Promise.all([buildBundle(root, join(outDir, "app")), buildBundle(root, join(outDir, "counting"), "bench/counting-entry.ts")]);
+  // The bundles go to a temporary directory, removed when the run ends.
+  const buildDir = mkdtempSync(join(tmpdir(), "notes-bench-build-"));
+  process.on("exit", () => rmSync(buildDir, { recursive: true, force: true }));
+  const [app, counting] = await Promise.all([buildBundle(root, join(buildDir, "app")), buildBundle(root, join(buildDir, "counting"), "bench/counting-entry.ts")]);
   log(`[bench] bundle: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
 
-  const rt = await startRuntime({
-    root,
-    app,
-    counting,
-    floorPath: join(benchDir, "floor-worker.js"),
-    floorAuthPath: join(benchDir, "floor-auth-worker.js"),
-    vars: { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) },
-  });
+  const vars = { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) };
+  const rt = await startRuntime({ root, app, counting, vars });
   runtime = rt;
   const failures: string[] = [];
   const ctx: Context = { rt, opts, pids: workerdPids(), log, fail: (problem) => failures.push(problem) };

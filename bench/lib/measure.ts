@@ -44,7 +44,6 @@ export const fmt = (n: number | undefined, digits = 2) =>
 export const spread = (values: number[], digits = 2) =>
   values.length ? `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})` : "-";
 
-// ---------------------------------------------------------------------------------------------------
 // Throughput under load, ours against a floor
 
 export const THROUGHPUT: Table = {
@@ -62,12 +61,15 @@ export interface ThroughputSpec {
   label: string;
   /** Against our NOTES_AUTH=required build and the same-work floor, rather than the public build and the bare floor. */
   private?: boolean;
-  expectStatus: number;
+  /** 200 unless given. */
+  expectStatus?: number;
   setup?: (ctx: Context) => Promise<void>;
   request: RequestFactory;
-  /** Our answer against the floor's for the same request: the same JSON, or the same keys and types. */
-  compare: "equal" | "shape";
+  /** Our answer against the floor's for the same request: the same JSON (the default), or the same keys and types. */
+  compare?: "equal" | "shape";
 }
+
+type Checked = ThroughputSpec & Required<Pick<ThroughputSpec, "expectStatus" | "compare">>;
 
 function shapeOf(body: string): string {
   const value = JSON.parse(body) as unknown;
@@ -76,7 +78,7 @@ function shapeOf(body: string): string {
 }
 
 /** One request to ours and to the floor: the statuses, and the JSON compared. */
-async function checkAnswers(ctx: Context, s: ThroughputSpec, ours: string, floor: string): Promise<void> {
+async function checkAnswers(ctx: Context, s: Checked, ours: string, floor: string): Promise<void> {
   const spec = s.request();
   const a = await send(ours, spec);
   const b = await send(floor, s.compare === "equal" ? spec : s.request());
@@ -89,7 +91,7 @@ async function checkAnswers(ctx: Context, s: ThroughputSpec, ours: string, floor
 }
 
 /** D1 round trips per request, from sequential requests to the counting build: before the answer, and late. */
-async function countRoundTrips(ctx: Context, s: ThroughputSpec, url: string): Promise<{ before: number[]; late: number }> {
+async function countRoundTrips(ctx: Context, s: Checked, url: string): Promise<{ before: number[]; late: number }> {
   const stats = async () => JSON.parse((await send(url, { method: "GET", path: "/__bench/d1-stats" })).body) as { late: number };
   const start = await stats();
   const before: number[] = [];
@@ -102,7 +104,8 @@ async function countRoundTrips(ctx: Context, s: ThroughputSpec, url: string): Pr
   return { before, late: ((await stats()).late - start.late) / requests };
 }
 
-export function throughput(s: ThroughputSpec): Scenario {
+export function throughput(spec: ThroughputSpec): Scenario {
+  const s: Checked = { expectStatus: 200, compare: "equal", ...spec };
   return {
     key: s.key,
     async run(ctx) {
@@ -144,7 +147,6 @@ export function throughput(s: ThroughputSpec): Scenario {
   };
 }
 
-// ---------------------------------------------------------------------------------------------------
 // CPU time per request, one request at a time
 
 export const CPU: Table = {
@@ -164,17 +166,18 @@ export interface CpuSpec {
   label: string;
   /** Requests per repetition (a twentieth in smoke mode). */
   requests: number;
-  ours: WorkerName;
-  /** The floor doing the same work, where there is one. */
+  /** Our public build unless given, and the floor doing the same work, where there is one. */
+  ours?: WorkerName;
   floor?: WorkerName;
-  expectStatus: number;
+  /** 200 unless given. */
+  expectStatus?: number;
   setup?: (ctx: Context) => Promise<void>;
   /** The next request: one at a time, so it may follow from the previous answer (a refresh chain). */
   next: (previous: SingleResult | undefined) => RequestSpec;
 }
 
 /** Milliseconds of workerd CPU per request over `count` requests in a row. */
-async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c: Pick<CpuSpec, "label" | "next" | "expectStatus">): Promise<number> {
+async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c: { label: string; expectStatus: number; next: CpuSpec["next"] }): Promise<number> {
   let previous: SingleResult | undefined;
   const before = cpuNanoseconds(ctx.pids);
   for (let i = 0; i < count; i++) {
@@ -189,7 +192,8 @@ async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c:
 
 const EMPTY = { label: "empty worker", expectStatus: 200, next: (): RequestSpec => ({ method: "GET", path: "/" }) };
 
-export function cpu(c: CpuSpec): Scenario {
+export function cpu(spec: CpuSpec): Scenario {
+  const c = { ours: "app", expectStatus: 200, ...spec } as const;
   return {
     key: `cpu:${c.key}`,
     async run(ctx) {

@@ -1,6 +1,6 @@
 /**
- * One Miniflare instance (workerd, the Workers runtime) serving these workers, each on its own loopback
- * socket straight into the worker (no `wrangler dev` proxy, no Miniflare entry worker in between):
+ * One Miniflare instance (workerd, the Workers runtime), each worker on its own loopback socket (no
+ * `wrangler dev` proxy, no Miniflare entry worker in between):
  *
  * - `app`: our worker, the bundle `wrangler deploy` would upload; `appPrivate`: the same, NOTES_AUTH=required;
  * - `counting`, `countingPrivate`: the same app through bench/counting-entry.ts (D1 round trips, bcrypt probe);
@@ -37,8 +37,6 @@ export interface RuntimeInput {
   root: string;
   app: Bundle;
   counting: Bundle;
-  floorPath: string;
-  floorAuthPath: string;
   /** Bindings that replace or add to wrangler.toml's [vars]. */
   vars: Record<string, string>;
 }
@@ -107,8 +105,8 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
         { ...ours, name: "appPrivate", bindings: privateVars, modules: modulesOf(input.app) },
         { ...ours, name: "counting", bindings: vars, modules: modulesOf(input.counting) },
         { ...ours, name: "countingPrivate", bindings: privateVars, modules: modulesOf(input.counting) },
-        { ...bare, name: "floor", modules: esm("floor-worker.js", readFileSync(input.floorPath)) },
-        { ...bare, name: "floorAuth", bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY }, modules: esm("floor-auth-worker.js", readFileSync(input.floorAuthPath)) },
+        { ...bare, name: "floor", modules: esm("floor-worker.js", readFileSync(join(input.root, "bench/floor-worker.js"))) },
+        { ...bare, name: "floorAuth", bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY }, modules: esm("floor-auth-worker.js", readFileSync(join(input.root, "bench/floor-auth-worker.js"))) },
         { ...bare, name: "empty", modules: esm("empty.js", 'export default { fetch() { return new Response(""); } };') },
       ],
     } as Parameters<typeof convertV4MiniflareOptions>[0]),
