@@ -14,7 +14,7 @@ const SQL = {
   session: "SELECT id FROM sessions WHERE id = ?1 AND user_id = ?2 AND expires_at > ?3",
   get: `SELECT ${COLUMNS} FROM notes WHERE id = ?1 AND user_id = ?2`,
   // `?2 + 0`, not a bare `?2`: SQLite compiles a statement again whenever a bare LIMIT is bound (about 8 µs
-  // here; docs/performance.md, round 15), a cost our worker does not pay either.
+  // here; CONTRIBUTING.md, "A statement on a hot path"), a cost our worker does not pay either.
   page: `SELECT ${COLUMNS} FROM notes WHERE user_id = ?1 ORDER BY id LIMIT ?2 + 0`,
   insert: `INSERT INTO notes (title, content, created_at, user_id) VALUES (?1, ?2, ?3, ?4) RETURNING ${COLUMNS}`,
   update: `UPDATE notes SET title = coalesce(?2, title), content = coalesce(?3, content) WHERE id = ?1 AND user_id = ?4 RETURNING ${COLUMNS}`,

@@ -9,20 +9,16 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 
 export interface Bundle {
-  /** The main module, an ES module. */
-  mainPath: string;
-  /** Every module wrangler wrote (source maps and its README aside), main first. */
+  /** Every module wrangler wrote (source maps aside), the main one first. */
   modules: string[];
-  /** Bytes of all modules, as wrangler's "Total Upload". */
+  /** Bytes of all modules, and after gzip (as wrangler computes its own figure). */
   bytes: number;
-  /** Bytes after gzip (node:zlib defaults, as wrangler computes its own figure). */
   gzipBytes: number;
 }
 
-function runWrangler(root: string, args: string[], timeoutMs: number): Promise<void> {
-  const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
+function runWrangler(root: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [wrangler, ...args], {
+    const child = spawn(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), ...args], {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],
       // No banner (it checks the npm registry for updates) and no telemetry: the bench stays offline.
@@ -31,7 +27,7 @@ function runWrangler(root: string, args: string[], timeoutMs: number): Promise<v
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+    const timer = setTimeout(() => child.kill("SIGTERM"), 120_000);
     child.on("error", (err) => {
       clearTimeout(timer);
       reject(err);
@@ -44,17 +40,13 @@ function runWrangler(root: string, args: string[], timeoutMs: number): Promise<v
   });
 }
 
-/** `minify: false` keeps function names (for profiles); otherwise wrangler.toml's setting applies. */
-export async function buildBundle(root: string, outDir: string, entry: string | undefined, minify?: false): Promise<Bundle> {
+export async function buildBundle(root: string, outDir: string, entry?: string): Promise<Bundle> {
   rmSync(outDir, { recursive: true, force: true });
-  const args = ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outDir, ...(minify === false ? ["--minify=false"] : [])];
-  await runWrangler(root, args, 120_000);
-
+  await runWrangler(root, ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outDir]);
   const files = readdirSync(outDir).filter((name) => /\.(m?js|wasm|bin|txt|html|sql)$/.test(name));
   const mainName = entry ? entry.replace(/^.*\//, "").replace(/\.[cm]?[jt]s$/, ".js") : "index.js";
   if (!files.includes(mainName)) throw new Error(`wrangler wrote no ${mainName} in ${outDir} (found: ${files.join(", ")})`);
   const modules = [mainName, ...files.filter((name) => name !== mainName)].map((name) => join(outDir, name));
-  const contents = modules.map((path) => readFileSync(path));
-  const all = Buffer.concat(contents);
-  return { mainPath: modules[0]!, modules, bytes: all.length, gzipBytes: gzipSync(all).length };
+  const all = Buffer.concat(modules.map((path) => readFileSync(path)));
+  return { modules, bytes: all.length, gzipBytes: gzipSync(all).length };
 }

@@ -1,17 +1,22 @@
 /**
  * CPU time of the workerd process that Miniflare started, which is what Workers bills per request (and
  * what the Free plan caps at 10 ms): the sum over its threads of the time they ran, from
- * /proc/<pid>/task/<tid>/schedstat (nanoseconds; Linux only), and the main thread's alone. D1 runs inside
- * the same process locally, so a reading includes SQLite's own work, which Cloudflare does not bill to the
- * Worker: an upper bound.
+ * /proc/<pid>/task/<tid>/schedstat (nanoseconds; Linux only). D1 runs inside the same process locally, so
+ * a reading includes SQLite's own work, which Cloudflare does not bill to the Worker: an upper bound.
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-/** The pids of every workerd below this Node process (Miniflare spawns one). */
+/** The pids of every workerd below this Node process (Miniflare spawns one); none without /proc. */
 export function workerdPids(): number[] {
   const children = new Map<number, number[]>();
   const names = new Map<number, string>();
-  for (const entry of readdirSync("/proc")) {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
@@ -35,25 +40,17 @@ export function workerdPids(): number[] {
   return found;
 }
 
-/**
- * Nanoseconds of CPU the processes have used so far: over all their threads, and on each one's main
- * thread alone. The main thread runs every isolate (ours, the floor's, D1's) and, locally, SQLite: it is
- * what throughput under load waits on, and the nearer to what Workers bills, an isolate's own thread.
- * The other threads are V8's (concurrent garbage collection, compilers) and workerd's.
- */
-export function cpuNanoseconds(pids: number[]): { all: number; main: number } {
-  let all = 0;
-  let main = 0;
+/** Nanoseconds of CPU the processes have used so far, over all their threads. */
+export function cpuNanoseconds(pids: number[]): number {
+  let total = 0;
   for (const pid of pids) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
-        const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-        all += ns;
-        if (tid === String(pid)) main += ns;
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
       } catch {
-        // The thread ended while we looked; its time is lost to this reading, which the median absorbs.
+        // The thread ended while we looked; the median over repetitions absorbs the loss.
       }
     }
   }
-  return { all, main };
+  return total;
 }
