@@ -123,7 +123,7 @@ export const emailChange = new Hono<AppEnv>()
       if (newEmail === confirmed.account.email) return c.text(AuthMessage.sameEmail, 400);
       // The same answer as register's 409 tells no more than register does. A registration of the
       // address between here and the confirmation is caught there.
-      if (await addressHeld(c.var.db, newEmail)) return c.text(AuthMessage.userExists, 409);
+      if (await addressHeld(c.var.db, newEmail, Date.now())) return c.text(AuthMessage.userExists, 409);
       return mailChangeCode(c, newEmail);
     },
   )
@@ -165,7 +165,7 @@ export const emailChange = new Hono<AppEnv>()
       const revert = await newRevertToken();
       if (!(await switchEmail(db, { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash }, Date.now()))) {
         // Taken by another account (not the caller's: a concurrent confirmation with this code may have won).
-        return (await addressHeld(db, newEmail, caller.userId)) ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
+        return (await addressHeld(db, newEmail, Date.now(), caller.userId)) ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
       await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, revert.token);

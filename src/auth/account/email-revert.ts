@@ -6,6 +6,7 @@ import { maskEmail } from "../../lib/log";
 import { DAY } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
+import { mailerOf, sendEmailChangeRevertedNotice } from "../mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
 import { RevertEmailChangeBody } from "../schemas";
@@ -14,10 +15,12 @@ import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
 /**
  * Undoing an e-mail change. A change is confirmed by the new mailbox alone, so a phished password would
  * be a permanent takeover; the notice to the old address therefore carries a revert token, valid
- * EMAIL_CHANGE_REVERT_TTL_MS, that puts the old address back, ends every session and clears the
- * password (the phisher knows it): the owner then sets a new one with forgot-password, through the
- * mailbox they just got back. The token is 128 random bits (nothing to guess within the per-client
- * limit), stored as its SHA-256 only, and used up by the one batch that reverts (store.ts).
+ * EMAIL_CHANGE_REVERT_TTL_MS, that puts the old address back, ends every session, clears the password
+ * (the phisher knows it) and removes second factors added since: the owner then sets a new password with
+ * forgot-password, through the mailbox they just got back. While the token lives the old address stays
+ * reserved for the account. The token is 128 random bits (nothing to guess within the per-client limit),
+ * stored as its SHA-256 only, and used up by the one batch that reverts (store.ts). The trade-off of the
+ * 7 days: docs/accounts.md.
  */
 
 /** A new revert token, and what is stored of it. */
@@ -33,7 +36,8 @@ export const emailRevert = new Hono<AppEnv>().post(
     summary: "Undo an e-mail change",
     description:
       `No bearer token: the revert token from the notice mailed to the old address (valid ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days) is the proof. ` +
-      "Puts the old address back, ends every session and clears the password; set a new one with forgot-password.",
+      "Puts the old address back, ends every session, clears the password (set a new one with forgot-password) and removes the second factors added " +
+      "since the change; mails the address it takes the account from. Tokens of earlier changes stay good; this one's and later ones' are used up.",
     requestExample: { token: "q3Jx8v0bYV3oQ1m2k5nR7w" },
     responses: {
       "200": text("Undone", AuthMessage.emailChangeReverted),
@@ -49,6 +53,8 @@ export const emailRevert = new Hono<AppEnv>().post(
     const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
     if (restored) {
       c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
+      // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
+      await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
       return c.text(AuthMessage.emailChangeReverted, 200);
     }
     return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);

@@ -1,4 +1,4 @@
-import { and, eq, gt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, gte, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
 import type { AccessClaims } from "../../lib/access-token";
@@ -8,6 +8,7 @@ import { batchOf } from "../../db/client";
 import type { Database } from "../../types";
 import { liveSession } from "../caller";
 import { codeStillIssued, deleteCode } from "../codes";
+import { removeFactorsAddedSince } from "../mfa/factor";
 import { endAllSessions, endOtherSessions } from "../session/store";
 
 /** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
@@ -52,13 +53,24 @@ export async function deleteAccount(db: Database, caller: AccessClaims, email: s
   return Array.isArray(deleted) && deleted.length > 0;
 }
 
-/** Whether another account holds `email` (any account but `except`). */
-export async function addressHeld(db: Database, email: string, except?: number): Promise<boolean> {
-  const [holder] = await db
-    .select({ id: users.id })
-    .from(users)
-    .where(and(eq(users.email, email), except === undefined ? undefined : ne(users.id, except)));
-  return holder !== undefined;
+/**
+ * The condition that `email` is reserved: an account gave it up in an e-mail change whose revert token
+ * still lives, so that account may take it back (any account but `except`, which may reuse its own).
+ */
+export function reserved(email: string | SQL, now: number, except?: number | SQL): SQL {
+  const others = except === undefined ? undefined : ne(emailChangeReverts.userId, except);
+  return sql`EXISTS (SELECT 1 FROM ${emailChangeReverts} WHERE ${and(eq(emailChangeReverts.oldEmail, email), gt(emailChangeReverts.expiresAt, now), others)})`;
+}
+
+/** Whether another account holds `email`, or has it reserved (any account but `except`). */
+export async function addressHeld(db: Database, email: string, now: number, except?: number): Promise<boolean> {
+  const [held] = await db
+    .select({ held: sql<number>`1` })
+    .from(sql`(SELECT 1)`)
+    .where(
+      sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.email, email), except === undefined ? undefined : ne(users.id, except))}) OR ${reserved(email, now, except)}`,
+    );
+  return held !== undefined;
 }
 
 /** The confirmation of an e-mail change: the account, its old address and the code it claimed. */
@@ -77,7 +89,7 @@ export interface EmailSwitch {
  * undo; this code is used up either way. False when nothing switched.
  */
 export async function switchEmail(db: Database, { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch, now: number): Promise<boolean> {
-  const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail})`;
+  const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail}) AND NOT ${reserved(newEmail, now, caller.userId)}`;
   const switched = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
   const stillIssued = codeStillIssued(caller.userId, "change_email", code);
   const [done] = await db.batch([
@@ -90,7 +102,7 @@ export async function switchEmail(db: Database, { caller, oldEmail, newEmail, co
     // Codes mailed to the old address (a password reset, say) must not act on the account any more.
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switched)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switched)),
-    storeRevert(db, { tokenHash: revertTokenHash, userId: caller.userId, oldEmail, expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS }, switched),
+    storeRevert(db, { tokenHash: revertTokenHash, userId: caller.userId, oldEmail, createdAt: now, expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS }, switched),
     deleteCode(db, caller.userId, "change_email", code),
   ]);
   return done.length > 0;
@@ -104,6 +116,7 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
         tokenHash: sql<string>`${revert.tokenHash}`.as("token_hash"),
         userId: sql<number>`${revert.userId}`.as("user_id"),
         oldEmail: sql<string>`${revert.oldEmail}`.as("old_email"),
+        createdAt: sql<number>`${revert.createdAt}`.as("created_at"),
         expiresAt: sql<number>`${revert.expiresAt}`.as("expires_at"),
       })
       .from(sql`(SELECT 1)`)
@@ -113,19 +126,24 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
 
 /**
  * The undo of an e-mail change in one batch (one transaction), every statement keyed by the live revert
- * row of the token, which the last write deletes: of concurrent reverts with one token exactly one
- * changes anything. The address goes back only while no other account holds it; the password is cleared
- * (the phisher knows it) and every session ends. Answers the restored account, or whether the token is
- * still live (another account holds the address).
+ * row of the token. The address goes back only while no other account holds it (none can register it
+ * while the token lives: it is reserved); the password is cleared (the phisher knows it), every session
+ * ends, the codes mailed to the address being undone die, and every second factor added since the change
+ * goes (a thief's TOTP must not keep the owner out). This token and those of later changes are used up;
+ * an earlier change's token stays good, so a thief who chains changes cannot void the owner's. Answers
+ * the restored account and the address it was taken from, or whether the token is still live (its
+ * address is held by another account after all).
  */
 export async function revertEmailChange(db: Database, tokenHash: string, now: number) {
   const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
-  const userId = sql`(SELECT ${emailChangeReverts.userId} FROM ${emailChangeReverts} WHERE ${live})`;
-  const oldEmail = sql`(SELECT ${emailChangeReverts.oldEmail} FROM ${emailChangeReverts} WHERE ${live})`;
+  const ofToken = (column: typeof emailChangeReverts.userId | typeof emailChangeReverts.oldEmail | typeof emailChangeReverts.createdAt) =>
+    sql`(SELECT ${column} FROM ${emailChangeReverts} WHERE ${live})`;
+  const [userId, oldEmail, changedAt] = [ofToken(emailChangeReverts.userId), ofToken(emailChangeReverts.oldEmail), ofToken(emailChangeReverts.createdAt)];
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
-  // True once the account holds the old address again, which the first statement just made so.
+  // True once the account holds the old address again, which the second statement just made so.
   const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
-  const [[restored], , , , , [stillLive]] = await db.batch([
+  const [[takenFrom], [restored], , , , , , , [stillLive]] = await db.batch([
+    db.select({ email: users.email }).from(users).where(and(eq(users.id, userId), addressFree)),
     db
       .update(users)
       .set({ ...newPassword(NO_PASSWORD), email: sql`${oldEmail}`, isVerified: true })
@@ -135,9 +153,10 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
     // Codes mailed to the address being undone must not act on the account any more.
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
-    // This token and any later change's: the address it names is gone from the account.
-    db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), reverted)),
+    ...removeFactorsAddedSince(db, userId, changedAt, reverted),
+    // This token and any later change's: an earlier change's token still undoes that one.
+    db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
     db.select({ userId: emailChangeReverts.userId }).from(emailChangeReverts).where(live),
   ]);
-  return { restored, stillLive: stillLive !== undefined };
+  return { restored: restored && takenFrom && { ...restored, takenFrom: takenFrom.email }, stillLive: stillLive !== undefined };
 }

@@ -1,4 +1,4 @@
-import { and, eq, lt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Config } from "../../config";
 import { mfaFactors, mfaRecoveryCodes, users } from "../../db/schema";
 import { open, seal, sealedUnder } from "../../lib/secret-box";
@@ -142,6 +142,20 @@ export async function enrolPending(db: Database, userId: number, sealedSecret: s
     })
     .returning({ userId: mfaFactors.userId });
   return stored !== undefined;
+}
+
+/**
+ * The statements that remove the account's factors enrolled after `since` (an e-mail change being undone:
+ * whoever made it may have added them), and then its recovery codes if no factor is left, each only while
+ * `condition` holds: for a batch.
+ */
+export function removeFactorsAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
+  return [
+    db.delete(mfaFactors).where(and(eq(mfaFactors.userId, userId), gt(mfaFactors.createdAt, since), condition)),
+    db
+      .delete(mfaRecoveryCodes)
+      .where(and(eq(mfaRecoveryCodes.userId, userId), sql`NOT EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${eq(mfaFactors.userId, userId)})`, condition)),
+  ] as const;
 }
 
 /** The statement that removes every factor of the account, and its recovery codes: for a batch. */

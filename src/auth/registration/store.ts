@@ -1,6 +1,7 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { users } from "../../db/schema";
 import type { Database } from "../../types";
+import { reserved } from "../account/store";
 import { codeStillIssued, deleteCode, issueCode } from "../codes";
 
 /** The SQL of registration and verification: the new account, and its verification. */
@@ -8,12 +9,29 @@ import { codeStillIssued, deleteCode, issueCode } from "../codes";
 /**
  * Creates an unverified account with the password hash, its registration mail counted as the first of the
  * hour's allowance, and issues its verification code. The unique index on e-mail decides between
- * concurrent registrations, not a prior read: undefined when the address is taken.
+ * concurrent registrations, not a prior read; an address another account gave up in an e-mail change it
+ * can still undo is reserved for it. Undefined when the address is taken or reserved.
  */
 export async function createAccount(db: Database, email: string, passwordHash: string, now: number): Promise<{ id: number; code: string | undefined } | undefined> {
   const [created] = await db
     .insert(users)
-    .values({ email, password: passwordHash, isVerified: false, createdAt: now, lastMailAt: now, mailWindowStart: now, mailsInWindow: 1 })
+    .select(
+      // Every column, in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
+      db
+        .select({
+          id: sql<number>`NULL`.as("id"),
+          email: sql<string>`${email}`.as("email"),
+          password: sql<string>`${passwordHash}`.as("password"),
+          isVerified: sql<boolean>`0`.as("isVerified"),
+          createdAt: sql<number>`${now}`.as("createdAt"),
+          lastMailAt: sql<number>`${now}`.as("lastMailAt"),
+          mailWindowStart: sql<number>`${now}`.as("mailWindowStart"),
+          mailsInWindow: sql<number>`1`.as("mailsInWindow"),
+          signInEpoch: sql<number>`0`.as("sign_in_epoch"),
+        })
+        .from(sql`(SELECT 1)`)
+        .where(sql`NOT ${reserved(email, now)}`),
+    )
     .onConflictDoNothing({ target: users.email })
     .returning({ id: users.id });
   if (!created) return undefined;
