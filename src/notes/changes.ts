@@ -15,7 +15,8 @@ import { etagOf, ownerOf, PUBLIC_OWNER } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
 import { estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
-import { NoteMessage, noteJsonText, safeInteger, type NoteJson } from "./schemas";
+import { NoteMessage } from "./messages";
+import { noteJsonText, safeInteger, type NoteJson } from "./schemas";
 
 /**
  * The changes feed (`GET /changes`): what was committed to the caller's notes after a cursor, in commit

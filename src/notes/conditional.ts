@@ -5,7 +5,7 @@ import { forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { noteClocks, notes } from "../db/schema";
 import type { AccessClaims } from "../lib/access-token";
-import { NoteMessage } from "./schemas";
+import { NoteMessage } from "./messages";
 
 /**
  * Revisions and conditional requests (RFC 9110 §8.8.3, §13). A note's revision is its owner's sequence

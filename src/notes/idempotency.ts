@@ -8,7 +8,8 @@ import { sha256Hex } from "../lib/crypto";
 import type { Database } from "../types";
 import { nextRevision, PUBLIC_OWNER } from "./conditional";
 import { newNoteRow } from "./queries";
-import { NoteMessage, noteJsonText } from "./schemas";
+import { NoteMessage } from "./messages";
+import { noteJsonText } from "./schemas";
 import { DAY } from "../lib/units";
 
 /**

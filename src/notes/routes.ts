@@ -27,7 +27,8 @@ import { listNotes } from "./list";
 import { etagListed, etagOf, listETag, matches, readETags, readListVersion, writePrecondition } from "./conditional";
 import { notesUnauthorized, requireNotesAuth, type NotesEnv } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
+import { NoteMessage } from "./messages";
+import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
 import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
 
 /** The spec's 404 for a note that does not exist. */

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { caughtUp, cursorOf, MAX_CHANGES_PAGE } from "../../src/notes/changes";
-import { NoteMessage } from "../../src/notes/schemas";
+import { NoteMessage } from "../../src/notes/messages";
 import { DAY } from "../../src/lib/units";
 import { call, callWithEnv, error, fireCron, jsonOf, logIn, Note, PASSWORD, storedUser, verifiedAccount } from "../helpers";
 
