@@ -11,12 +11,13 @@ import { base64url, fromBase64url } from "../lib/encoding";
 import { DAY } from "../lib/units";
 import { queryParams } from "../lib/validation";
 import type { AppEnv, Database } from "../types";
-import { etagOf, ownerOf, PUBLIC_OWNER } from "./conditional";
+import { notesOf, PUBLIC_OWNER } from "./access";
+import { etagOf } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
-import { estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { NoteMessage } from "./messages";
-import { noteJsonText, safeInteger, type NoteJson } from "./schemas";
+import { safeInteger, type NoteJson } from "./schemas";
+import { estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, noteJsonText } from "./sql";
 
 /**
  * The changes feed (`GET /changes`): what was committed to the caller's notes after a cursor, in commit
@@ -102,7 +103,7 @@ const CHANGE_JSON_OVERHEAD = NOTE_JSON_OVERHEAD + 64;
  * (at least one), in sequence order; with the owner's clock and how far its tombstones were pruned.
  */
 function pageQueries(db: Database, owner: number, after: number, limit: number) {
-  const ownedNotes = owner === PUBLIC_OWNER ? isNull(notes.userId) : eq(notes.userId, owner);
+  const ownedNotes = owner === PUBLIC_OWNER ? isNull(notes.userId) : notesOf(owner);
   const changes = sql`SELECT 'upsert' AS type, ${notes.id} AS id, ${notes.revision} AS seq,
       ${estimatedJsonBytes(CHANGE_JSON_OVERHEAD)} AS size
     FROM ${notes} WHERE ${and(ownedNotes, gt(notes.revision, after))}
@@ -179,7 +180,7 @@ export const changesApp = new Hono<AppEnv>()
       const { cursor, limit } = c.req.valid("query");
       const { db, caller } = c.var;
       const from = cursor === undefined ? undefined : readCursor(cursor)!;
-      const found = await readPage(db, caller, pageQueries(db, ownerOf(caller), from?.seq ?? 0, limit ?? MAX_CHANGES_PAGE));
+      const found = await readPage(db, caller, pageQueries(db, caller?.userId ?? PUBLIC_OWNER, from?.seq ?? 0, limit ?? MAX_CHANGES_PAGE));
       if (!found) return notesUnauthorized(c);
       const [[clock], rows] = found;
       // Deletions the client may need are gone, or the cursor is from another database (or from before a

@@ -1,37 +1,21 @@
-import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
+import { and, gt, lte, sql, type SQL } from "drizzle-orm";
 import { asCaller, forCallerOf } from "../auth/caller";
 import { rowsOf, type Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
+import { visibleTo, type NotesCaller } from "./access";
 import { listVersion } from "./conditional";
-import { noteJsonText } from "./schemas";
-
-/**
- * Bytes of JSON per D1 query when listing, estimated before any content is read (see `chunkQuery`). D1
- * refuses any string over 2,000,000 bytes, the chunk's JSON included, and a chunk reads about this much
- * content, so one query never holds the database for long whatever the size of the notes.
- */
-export const LIST_CHUNK_BYTES = 1_500_000;
+import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, noteJsonText, noteSize } from "./sql";
 /**
  * The estimate is exact for text without escapes; JSON escaping makes a character at most 6 bytes
  * (`\u0001`), so a chunk estimated at a sixth of the budget always fits. Used again for a chunk whose JSON
  * came out too long.
  */
 const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
-/**
- * JSON bytes of a note besides its title and content: `{"id":…,"title":"","content":"","created_at":"…"}`
- * with a 16-digit id, and the comma before it.
- */
-export const NOTE_JSON_OVERHEAD = 88;
 /** The most notes a chunk can hold (none is smaller than NOTE_JSON_OVERHEAD): the most rows a query sizes. */
 const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
-
-/** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(owner: number | SQL<number> | undefined): SQL | undefined {
-  return owner === undefined ? undefined : eq(notes.userId, owner);
-}
 
 /** Which notes a chunk query looks at: ids above `after` and up to `upTo`. */
 export interface ListRange {
@@ -62,28 +46,18 @@ export interface Chunk {
 /** The values of a chunk query: the range, the page's notes (`rows`) and the chunk's bytes (`budget`). */
 type ChunkValues = ListRange & { rows: number; budget: number };
 
-/** The notes with ids above `lo` and up to `hi`, one owner's when notes are private. */
-const between = (lo: SQL, hi: SQL, owner?: SQL<number>) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
-
-/**
- * The estimated JSON bytes of a note with `overhead` bytes around its title and content, from their stored
- * lengths alone: SQLite reads a value's length from the row header, without its content.
- */
-export const estimatedJsonBytes = (overhead: number) =>
-  sql<number>`octet_length(${notes.title}) + octet_length(${notes.content}) + ${overhead}`;
-
-/** A note's estimated JSON bytes in a list. */
-export const noteSize = estimatedJsonBytes(NOTE_JSON_OVERHEAD);
+/** The notes with ids above `lo` and up to `hi` that the caller sees. */
+const between = (lo: SQL, hi: SQL, caller: NotesCaller) => and(gt(notes.id, lo), lte(notes.id, hi), visibleTo(caller));
 
 /**
  * The first `rows` notes of the range (the page), as a condition: ids up to the `rows`-th, found from the
  * index (or the rowids) without reading a note, or the whole range when it holds fewer. Not an ordered
  * `LIMIT ?` subquery: SQLite compiles a statement again whenever a bare `LIMIT ?` is bound, which nearly
- * doubled the time of a page's statement (docs/performance.md, round 15).
+ * doubled the time of a page's statement (docs/performance.md).
  */
-function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
-  const end = sql`(SELECT ${notes.id} FROM ${notes} WHERE ${between(p.after, p.upTo, owner)} ORDER BY ${notes.id} LIMIT 1 OFFSET ${p.rows} - 1)`;
-  return between(p.after, sql`coalesce(${end}, ${p.upTo})`, owner);
+function pageOf(p: Placeholders<ChunkValues>, caller: NotesCaller) {
+  const end = sql`(SELECT ${notes.id} FROM ${notes} WHERE ${between(p.after, p.upTo, caller)} ORDER BY ${notes.id} LIMIT 1 OFFSET ${p.rows} - 1)`;
+  return between(p.after, sql`coalesce(${end}, ${p.upTo})`, caller);
 }
 
 /**
@@ -99,21 +73,20 @@ function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
  * in one round trip with the check of the caller's session.
  */
 export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
-  const owner = caller?.userId;
   const cut = sql`(
     SELECT CASE WHEN bytes <= ${p.budget} THEN page_last END AS last, page_last, page_count, bytes
-    FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes FROM ${notes} WHERE ${pageOf(p, owner)})
+    FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes FROM ${notes} WHERE ${pageOf(p, caller)})
   ) AS cut`;
   return db
     .select({
-      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, owner)})`.as("items"),
+      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, caller)})`.as("items"),
       last: sql<number | null>`last`.as("last"),
       pageLast: sql<number | null>`page_last`.as("pageLast"),
       pageCount: sql<number>`page_count`.as("pageCount"),
       pageBytes: sql<number | null>`bytes`.as("pageBytes"),
-      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, owner)})`.as("beyondPage"),
+      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, caller)})`.as("beyondPage"),
       // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
-      version: listVersion(owner).as("version"),
+      version: listVersion(caller).as("version"),
     })
     .from(cut);
 });
@@ -126,7 +99,7 @@ export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller)
 export const fittingRowsQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) =>
   db
     .select({ rows: sql<number>`max(1, count(*) FILTER (WHERE reach <= ${p.budget}))`.as("rows") })
-    .from(sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller?.userId)})`),
+    .from(sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller)})`),
 );
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */

@@ -1,7 +1,4 @@
-import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import * as v from "valibot";
-import { notes } from "../db/schema";
 import { badRequest } from "../lib/http";
 import { KiB } from "../lib/units";
 import { body } from "../lib/validation";
@@ -108,29 +105,6 @@ export const Note = v.object({
   created_at: v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 (`Date.prototype.toISOString()`), set at creation")),
 });
 export type NoteJson = v.InferOutput<typeof Note>;
-
-/**
- * Epoch milliseconds as `Date.prototype.toISOString()` writes them (`2026-01-02T03:04:05.678Z`), in SQL.
- * `date()` and integer arithmetic take a third of the time of one `strftime('%Y-%m-%dT%H:%M:%fZ', …)`,
- * which remains for times before 1970, where `%` of a negative number would not do.
- */
-function isoTimestamp(ms: SQLWrapper): SQL {
-  return sql`CASE WHEN ${ms} >= 0
-    THEN date(${ms} / 1000, 'unixepoch') || printf('T%02d:%02d:%02d.%03dZ', ${ms} / 3600000 % 24, ${ms} / 60000 % 60, ${ms} / 1000 % 60, ${ms} % 1000)
-    ELSE strftime('%Y-%m-%dT%H:%M:%fZ', ${ms} / 1000.0, 'unixepoch') END`;
-}
-
-/**
- * A note's JSON text (`NoteJson`) built by SQLite, byte for byte what `JSON.stringify` writes: the same keys
- * in the same order, the same escapes (`\"`, `\\`, the short forms `\n`, `\t`, ... and `\u001f` for the other
- * control characters, everything else as UTF-8). Tests hold the two to each other.
- */
-const noteJson = sql`json_object('id', ${notes.id}, 'title', ${notes.title}, 'content', ${notes.content}, 'created_at', ${isoTimestamp(notes.createdAt)})`;
-/**
- * Written out once: the expression holds no value, and as one piece of text it costs a statement that
- * shows it nothing to build, where its dozens of column references cost every statement that did.
- */
-export const noteJsonText = sql.raw(new SQLiteSyncDialect().sqlToQuery(noteJson).sql) as SQL<string>;
 
 // src/index.ts still imports the messages from here, and is rewired with the accounts restructuring;
 // everything else imports ./messages.
