@@ -236,3 +236,25 @@ describe("syncing two devices through the feed", () => {
     expect(seen.every((revision, i) => i === 0 || revision > seen[i - 1]!)).toBe(true);
   });
 });
+
+describe("GET /changes with public notes (NOTES_AUTH=off)", () => {
+  it("feeds the notes written while notes are public, with their deletions, and none a user wrote", async () => {
+    const feed = async (query: string): Promise<Page> => {
+      const response = await call("GET", `/changes${query}`);
+      expect(response.status).toBe(200);
+      return v.parse(Page, await response.json());
+    };
+    const clock = await env.DB.prepare("SELECT coalesce((SELECT seq FROM note_clocks WHERE owner = 0), 0) AS seq").first<number>("seq");
+    const copy = new Map<number, NoteJson>();
+    const user = await device();
+    const users = await user.create("a user's");
+    const kept = v.parse(Note, await (await call("POST", "/notes", { title: "public kept", content: "c" })).json());
+    const gone = v.parse(Note, await (await call("POST", "/notes", { title: "public gone", content: "c" })).json());
+
+    const cursor = await syncFrom(feed, copy, cursorOf(caughtUp(clock!)));
+    expect([copy.get(kept.id), copy.get(gone.id), copy.get(users.id)]).toEqual([kept, gone, undefined]);
+    await call("DELETE", `/notes/${gone.id}`);
+    await syncFrom(feed, copy, cursor);
+    expect([copy.get(kept.id), copy.get(gone.id)]).toEqual([kept, undefined]);
+  });
+});
