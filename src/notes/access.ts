@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { liveSession, type CallerValues } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { idempotencyKeys, noteClocks, notes, noteTombstones } from "../db/schema";
@@ -15,8 +15,8 @@ import { idempotencyKeys, noteClocks, notes, noteTombstones } from "../db/schema
 /** A caller as a compiled statement names it (its placeholders, see forCallerOf); undefined while notes are public. */
 export type NotesCaller = Placeholders<CallerValues> | undefined;
 
-/** An owner as a statement names it: a user id, or a placeholder or expression for one. */
-type Owner = number | SQL;
+/** An owner as a statement names it: a user id, or a placeholder, expression or column holding one. */
+type Owner = number | SQLWrapper;
 
 /** The owner of the public notes in the clocks and tombstones (user ids start at 1). */
 export const PUBLIC_OWNER = 0;
