@@ -1,5 +1,5 @@
 import { and, gt, sql } from "drizzle-orm";
-import { Hono, type TypedResponse } from "hono";
+import { Hono } from "hono";
 import * as v from "valibot";
 import { asCaller, forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
@@ -12,6 +12,7 @@ import { DAY } from "../lib/units";
 import { queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
 import { clockedFor, clockOwner, tombstonesOf } from "./access";
+import { jsonText } from "./answers";
 import { etagOf } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
@@ -206,7 +207,7 @@ export const changesApp = new Hono<AppEnv>()
       // A sync from scratch needs no deletion from before it began.
       const next = hasMore ? { seq: rows.at(-1)!.seq, base: from?.base ?? clock!.seq } : caughtUp(clock!.seq);
       const body = `{"changes":[${changes.join(",")}],"cursor":${JSON.stringify(cursorOf(next))},"has_more":${hasMore}}`;
-      return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<ChangesPage, 200, "json">;
+      return jsonText<ChangesPage, 200>(c, body, 200);
     },
   );
 
