@@ -21,7 +21,7 @@ import { DAY } from "../lib/units";
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 /** Set to `true` on an answer that is a replay of an earlier one. */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
-/** How long a key is remembered; the hourly cron deletes it after that (see scheduled.ts). */
+/** How long a key is remembered; the hourly cron deletes it after that (notesCleanUp in lifecycle.ts). */
 export const IDEMPOTENCY_KEY_TTL_MS = DAY;
 /** 1 to 255 visible ASCII characters (no space, no control character), taken as they are. */
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
