@@ -3,7 +3,7 @@ import { hc } from "hono/client";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../src/auth/messages";
 import { app, type AppType } from "../src/index";
-import { NoteMessage } from "../src/notes/schemas";
+import { NoteMessage } from "../src/notes/messages";
 import { BASE, call, mailedCode, PASSWORD, randomEmail } from "./helpers";
 
 type Operation = { requestBody?: { content: { "application/json": { schema: Record<string, unknown> } } } };

@@ -35,6 +35,15 @@ export function liveSession(caller: CallerRef, now: number | SQL<number>): SQL {
   return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${callerSession(caller, now)})`;
 }
 
+/**
+ * The caller's user id (`userId`) as a select source, one row while the caller's session is live and
+ * none after: what another area writes `INSERT … SELECT … FROM` to act for the caller only while it may,
+ * without naming the sessions table.
+ */
+export function liveSessionOf(db: Database, caller: CallerRef, now: number | SQL<number>) {
+  return db.select({ userId: sessions.userId }).from(sessions).where(callerSession(caller, now)).as("live_session");
+}
+
 /** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
 export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<number>) {
   return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
@@ -70,16 +79,41 @@ export function forCallerOf<Values extends object, Row>(
   });
 }
 
+/** The rows of each statement of a batch, in its order. */
+export type RowsOf<Queries extends readonly Bound<unknown>[]> = { -readonly [K in keyof Queries]: Queries[K] extends Bound<infer Row> ? Row[] : never };
+
 /**
  * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
  * rows, or undefined when the session is not live (the caller gets a 401, whatever the query found).
  * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
  * D1 runs as a transaction). The notes area's statements are compiled once (db/compiled.ts), this check too.
+ *
+ * Several statements (`queries`) run as one batch, so one transaction, with or without a caller: the rows
+ * of each, in order.
  */
-export async function asCaller<Row>(db: Database, caller: AccessClaims | undefined, now: number, query: Bound<Row>): Promise<Row[] | undefined> {
-  if (!caller) return rowsOf(query);
-  const [live, result] = await db.$client.batch([sessionCheckOf(db, caller, now).statement, query.statement]);
-  return live!.results.length > 0 ? query.rows(result!) : undefined;
+export async function asCaller<Row>(db: Database, caller: AccessClaims | undefined, now: number, query: Bound<Row>): Promise<Row[] | undefined>;
+export async function asCaller<const Queries extends readonly Bound<unknown>[]>(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  queries: Queries,
+): Promise<RowsOf<Queries> | undefined>;
+export async function asCaller(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  query: Bound<unknown> | readonly Bound<unknown>[],
+): Promise<unknown[] | undefined> {
+  if ("statement" in query) {
+    if (!caller) return rowsOf(query);
+    const [live, result] = await db.$client.batch([sessionCheckOf(db, caller, now).statement, query.statement]);
+    return live!.results.length > 0 ? query.rows(result!) : undefined;
+  }
+  const statements = query.map((bound) => bound.statement);
+  const results = await db.$client.batch(caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements);
+  if (caller && results[0]!.results.length === 0) return undefined;
+  const own = caller ? results.slice(1) : results;
+  return query.map((bound, i) => bound.rows(own[i]!));
 }
 
 /**

@@ -1,21 +1,24 @@
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
-import { Hono, type TypedResponse } from "hono";
+import { and, gt, sql } from "drizzle-orm";
+import { Hono } from "hono";
 import * as v from "valibot";
-import { sessionCheck } from "../auth/caller";
+import { asCaller, forCallerOf } from "../auth/caller";
+import type { Placeholders } from "../db/compiled";
 import { noteClocks, notes, noteTombstones } from "../db/schema";
 import { describeRoute, json, jsonError, ref } from "../lib/describe";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
-import type { AccessClaims } from "../lib/access-token";
 import { base64url, fromBase64url } from "../lib/encoding";
 import { DAY } from "../lib/units";
 import { queryParams } from "../lib/validation";
-import type { AppEnv, Database } from "../types";
-import { etagOf, ownerOf, PUBLIC_OWNER } from "./conditional";
+import type { AppEnv } from "../types";
+import { clockedFor, clockOwner, tombstonesOf } from "./access";
+import { jsonText } from "./answers";
+import { etagOf } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
-import { estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./list";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
-import { NoteMessage, noteJsonText, safeInteger, type NoteJson } from "./schemas";
+import { NoteMessage } from "./messages";
+import { safeInteger, type NoteJson } from "./schemas";
+import { clockValue, estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, noteJsonText } from "./sql";
 
 /**
  * The changes feed (`GET /changes`): what was committed to the caller's notes after a cursor, in commit
@@ -96,20 +99,32 @@ export const ChangesQuery = v.object({
 /** Bytes of a change besides its note's title and content (the change's JSON around the note, an ETag). */
 const CHANGE_JSON_OVERHEAD = NOTE_JSON_OVERHEAD + 64;
 
+/** The values of a page's statement: the cursor's `seq`, and at most how many changes. */
+type PageValues = { after: number; limit: number };
+
+/** The caller's clock and how far its tombstones were pruned, read in the page's batch (one transaction). */
+const clockQuery = forCallerOf((db, _p: Placeholders<object>, caller) => {
+  const owner = clockOwner(caller);
+  return db
+    .select({ seq: clockValue(owner).as("seq"), prunedThrough: clockValue(owner, noteClocks.prunedThrough).as("prunedThrough") })
+    .from(sql`(SELECT 1)`);
+});
+
 /**
- * One page of changes after `after` for `owner`: at most `limit`, cut at LIST_CHUNK_BYTES of notes
- * (at least one), in sequence order; with the owner's clock and how far its tombstones were pruned.
+ * One page of the caller's changes after `after`: at most `limit`, cut at LIST_CHUNK_BYTES of notes (at
+ * least one), in sequence order, each row with the number of changes after `after` (`total`, at most
+ * one more than `limit`: whether more follow). Compiled once per isolate for public notes and for one
+ * owner's (forCallerOf).
  */
-function pageQueries(db: Database, owner: number, after: number, limit: number) {
-  const ownedNotes = owner === PUBLIC_OWNER ? isNull(notes.userId) : eq(notes.userId, owner);
+const pageQuery = forCallerOf((db, p: Placeholders<PageValues>, caller) => {
   const changes = sql`SELECT 'upsert' AS type, ${notes.id} AS id, ${notes.revision} AS seq,
       ${estimatedJsonBytes(CHANGE_JSON_OVERHEAD)} AS size
-    FROM ${notes} WHERE ${and(ownedNotes, gt(notes.revision, after))}
+    FROM ${notes} WHERE ${and(clockedFor(caller), gt(notes.revision, p.after))}
     UNION ALL
     SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}
-    FROM ${noteTombstones} WHERE ${and(eq(noteTombstones.owner, owner), gt(noteTombstones.seq, after))}
-    ORDER BY seq LIMIT ${limit} + 1`;
-  const page = db
+    FROM ${noteTombstones} WHERE ${and(tombstonesOf(clockOwner(caller)), gt(noteTombstones.seq, p.after))}
+    ORDER BY seq LIMIT ${p.limit} + 1`;
+  return db
     .select({
       type: sql<"upsert" | "delete">`type`,
       id: sql<number>`id`,
@@ -123,14 +138,10 @@ function pageQueries(db: Database, owner: number, after: number, limit: number) 
       SELECT type, id, seq,
         CASE WHEN type = 'upsert' THEN (SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = sized.id) END AS note,
         (SELECT count(*) FROM changes) AS total
-      FROM sized WHERE n <= ${limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}))`,
+      FROM sized WHERE n <= ${p.limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}))`,
     )
     .orderBy(sql`seq`);
-  const clockOf = (column: typeof noteClocks.seq | typeof noteClocks.prunedThrough) =>
-    sql<number>`coalesce((SELECT ${column} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0)`;
-  const clock = db.select({ seq: clockOf(noteClocks.seq), prunedThrough: clockOf(noteClocks.prunedThrough) }).from(sql`(SELECT 1)`);
-  return [clock, page] as const;
-}
+});
 
 export const changesApp = new Hono<AppEnv>()
   // Private notes are personal data: not cached (public notes, as the contract has them, may be).
@@ -178,7 +189,9 @@ export const changesApp = new Hono<AppEnv>()
       const { cursor, limit } = c.req.valid("query");
       const { db, caller } = c.var;
       const from = cursor === undefined ? undefined : readCursor(cursor)!;
-      const found = await readPage(db, caller, pageQueries(db, ownerOf(caller), from?.seq ?? 0, limit ?? MAX_CHANGES_PAGE));
+      const now = Date.now();
+      const page = { after: from?.seq ?? 0, limit: limit ?? MAX_CHANGES_PAGE };
+      const found = await asCaller(db, caller, now, [clockQuery(db, caller, now, {}), pageQuery(db, caller, now, page)]);
       if (!found) return notesUnauthorized(c);
       const [[clock], rows] = found;
       // Deletions the client may need are gone, or the cursor is from another database (or from before a
@@ -194,16 +207,9 @@ export const changesApp = new Hono<AppEnv>()
       // A sync from scratch needs no deletion from before it began.
       const next = hasMore ? { seq: rows.at(-1)!.seq, base: from?.base ?? clock!.seq } : caughtUp(clock!.seq);
       const body = `{"changes":[${changes.join(",")}],"cursor":${JSON.stringify(cursorOf(next))},"has_more":${hasMore}}`;
-      return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<ChangesPage, 200, "json">;
+      return jsonText<ChangesPage, 200>(c, body, 200);
     },
   );
-
-/** The page's two statements, in one round trip with the check of the caller's session when notes are private. */
-async function readPage(db: Database, caller: AccessClaims | undefined, [clock, page]: ReturnType<typeof pageQueries>) {
-  if (!caller) return db.batch([clock, page]);
-  const [live, ...found] = await db.batch([sessionCheck(db, caller, Date.now()), clock, page]);
-  return live.length > 0 ? found : undefined;
-}
 
 // Any other method is a 405, as on every other path.
 for (const [path, allow] of allowedMethods(changesApp.routes)) changesApp.all(path, methodNotAllowed(allow));

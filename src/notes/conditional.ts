@@ -3,31 +3,16 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
-import { noteClocks, notes } from "../db/schema";
-import type { AccessClaims } from "../lib/access-token";
-import { NoteMessage } from "./schemas";
+import { noteClocks } from "../db/schema";
+import { clockOwner, type NotesCaller } from "./access";
+import { NoteMessage } from "./messages";
+import { clockValue } from "./sql";
 
 /**
  * Revisions and conditional requests (RFC 9110 §8.8.3, §13). A note's revision is its owner's sequence
  * number at its last change (see note_clocks), so its ETag is `"<revision>"`: strong, since one revision is
  * one exact title and content. Clients treat it as opaque.
  */
-
-/** The owner of notes in the clocks when notes are public (user ids start at 1). */
-export const PUBLIC_OWNER = 0;
-
-/** The clock a caller's notes are numbered by: the caller's, or the public notes'. */
-export function ownerOf(caller: AccessClaims | undefined): number {
-  return caller?.userId ?? PUBLIC_OWNER;
-}
-
-/** The revision a write gives a note of `owner` (a number, or a column of the row being written). */
-export function nextRevision(owner: number | SQL): SQL {
-  return sql`(coalesce((SELECT ${noteClocks.seq} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0) + 1)`;
-}
-
-/** The same, for the note row an UPDATE is writing: numbered by its own owner's clock. */
-export const nextRevisionOfRow = () => nextRevision(sql`coalesce(${notes.userId}, ${PUBLIC_OWNER})`);
 
 export function etagOf(revision: number): string {
   return `"${revision}"`;
@@ -80,14 +65,6 @@ export function matches(precondition: Precondition, revision: number): boolean {
   return precondition.any || precondition.revisions.includes(revision);
 }
 
-/**
- * The SQL condition of a conditional write: the note's revision is one of those asked for (`revisions`, a
- * JSON array, see revisionsOf), or any revision (null). One statement for any number of tags.
- */
-export function revisionMatches(revisions: SQL<string | null>): SQL {
-  return sql`(${revisions} IS NULL OR ${notes.revision} IN (SELECT value FROM json_each(${revisions})))`;
-}
-
 /** The `revisions` value of a precondition: null for none or `*`, else its revisions (none: matches nothing). */
 export function revisionsOf(precondition: Precondition | undefined): string | null {
   return !precondition || precondition.any ? null : JSON.stringify(precondition.revisions);
@@ -104,19 +81,18 @@ export function writePrecondition(c: Context, required: boolean): Precondition |
 }
 
 /**
- * The version of everything a caller's list covers, as a scalar SQL expression: the owner's clock; with
- * public notes every clock together (the public list shows every note, whoever wrote it). It moves on with
- * every create, change and delete, so a list's ETag made of it changes whenever the list may have.
+ * The version of everything a caller's list covers (what visibleTo lets it see), as a scalar SQL
+ * expression: the caller's clock; with public notes every clock together (the public list shows every
+ * note, whoever wrote it). It moves on with every create, change and delete, so a list's ETag made of it
+ * changes whenever the list may have.
  */
-export function listVersion(owner: number | SQL<number> | undefined): SQL<number> {
-  return owner !== undefined
-    ? sql<number>`coalesce((SELECT ${noteClocks.seq} FROM ${noteClocks} WHERE ${noteClocks.owner} = ${owner}), 0)`
-    : sql<number>`coalesce((SELECT sum(${noteClocks.seq}) FROM ${noteClocks}), 0)`;
+export function listVersion(caller: NotesCaller): SQL<number> {
+  return caller ? clockValue(clockOwner(caller)) : sql<number>`coalesce((SELECT sum(${noteClocks.seq}) FROM ${noteClocks}), 0)`;
 }
 
 /** The version alone (a poll: the list's ETag without reading a note), compiled once per isolate. */
 export const readListVersion = forCallerOf((db, _p: Placeholders<object>, caller) =>
-  db.select({ version: listVersion(caller?.userId).as("version") }).from(sql`(SELECT 1)`),
+  db.select({ version: listVersion(caller).as("version") }).from(sql`(SELECT 1)`),
 );
 
 /** The ETag of a list (or a page of it: `limit` and `after`) at `version`. */

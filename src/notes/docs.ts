@@ -1,5 +1,6 @@
 import { json, jsonError, ref, throttled, type Json } from "../lib/describe";
-import { NOTES_BODY_LIMIT_BYTES, NoteMessage } from "./schemas";
+import { NoteMessage } from "./messages";
+import { NOTES_BODY_LIMIT_BYTES } from "./schemas";
 
 /** The OpenAPI answers the notes endpoints share, written once for the routes' descriptions. */
 

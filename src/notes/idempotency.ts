@@ -1,14 +1,15 @@
-import { and, eq, isNull, lte, sql } from "drizzle-orm";
-import { callerSession, forCallerOf, sessionCheckOf, type CallerValues } from "../auth/caller";
-import type { Placeholders } from "../db/compiled";
-import { idempotencyKeys, notes, sessions } from "../db/schema";
+import { and, eq, lte, sql } from "drizzle-orm";
+import { asCaller, forCallerOf, liveSessionOf } from "../auth/caller";
+import type { Bound, Placeholders } from "../db/compiled";
+import { idempotencyKeys, notes } from "../db/schema";
 import { badRequest } from "../lib/http";
 import type { AccessClaims } from "../lib/access-token";
 import { sha256Hex } from "../lib/crypto";
 import type { Database } from "../types";
-import { nextRevision, PUBLIC_OWNER } from "./conditional";
+import { clockOwner, keysOf, type NotesCaller } from "./access";
+import { NoteMessage } from "./messages";
 import { newNoteRow } from "./queries";
-import { NoteMessage, noteJsonText } from "./schemas";
+import { nextRevision, noteJsonText } from "./sql";
 import { DAY } from "../lib/units";
 
 /**
@@ -20,7 +21,7 @@ import { DAY } from "../lib/units";
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 /** Set to `true` on an answer that is a replay of an earlier one. */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
-/** How long a key is remembered; the hourly cron deletes it after that (see scheduled.ts). */
+/** How long a key is remembered; the hourly cron deletes it after that (notesCleanUp in lifecycle.ts). */
 export const IDEMPOTENCY_KEY_TTL_MS = DAY;
 /** 1 to 255 visible ASCII characters (no space, no control character), taken as they are. */
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
@@ -75,11 +76,10 @@ export async function createOnce(
   now: number,
 ): Promise<CreateOnce> {
   const values = { key, hash: await requestHash(title, content), claim: crypto.randomUUID(), title, content };
-  const read = readKey(db, caller, now, values);
-  const statements = [...[forget, claimKey, insertClaimed, storeAnswer].map((statement) => statement(db, caller, now, values).statement), read.statement];
-  const results = await db.$client.batch(caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements);
-  if (caller && results[0]!.results.length === 0) return { outcome: "unauthorized" };
-  const [row] = read.rows(results.at(-1)!);
+  const bind = <Row>(step: Step<Row>) => step(db, caller, now, values);
+  const found = await asCaller(db, caller, now, [bind(forget), bind(claimKey), bind(insertClaimed), bind(storeAnswer), bind(readKey)]);
+  if (!found) return { outcome: "unauthorized" };
+  const [row] = found[4];
 
   // The claim was made in this batch unless the key was taken, so a row is always there.
   if (!row) throw new Error("idempotency key row missing after its claim");
@@ -92,12 +92,13 @@ export async function createOnce(
 /** The values of the batch's statements: the key, the request's hash and this request's claim token, the note. */
 type KeyValues = { key: string; hash: string; claim: string; title: string; content: string };
 type P = Placeholders<KeyValues & { now: number }>;
+/** A step of the batch, bound for a request. */
+type Step<Row> = (db: Database, caller: AccessClaims | undefined, now: number, values: KeyValues) => Bound<Row>;
 
 /** The caller's row of the key (or the public one). */
-const thisKey = (p: P, caller?: Placeholders<CallerValues>) =>
-  and(caller ? eq(idempotencyKeys.userId, caller.userId) : isNull(idempotencyKeys.userId), eq(idempotencyKeys.key, p.key));
+const thisKey = (p: P, caller: NotesCaller) => and(keysOf(caller), eq(idempotencyKeys.key, p.key));
 /** The same row, if this request's claim holds it. */
-const claimed = (p: P, caller?: Placeholders<CallerValues>) => and(thisKey(p, caller), eq(idempotencyKeys.claim, p.claim));
+const claimed = (p: P, caller: NotesCaller) => and(thisKey(p, caller), eq(idempotencyKeys.claim, p.claim));
 
 /** 1. Forgets the key if it has expired. */
 const forget = forCallerOf((db, p: P, caller) =>
@@ -111,6 +112,7 @@ const forget = forCallerOf((db, p: P, caller) =>
 const claimKey = forCallerOf((db, p: P, caller) => {
   const claimRow = { key: p.key, requestHash: p.hash, claim: p.claim, createdAt: p.now };
   if (!caller) return db.insert(idempotencyKeys).values({ ...claimRow, userId: null }).onConflictDoNothing().returning({ id: idempotencyKeys.id });
+  const session = liveSessionOf(db, caller, caller.now);
   return db
     .insert(idempotencyKeys)
     .select(
@@ -118,7 +120,7 @@ const claimKey = forCallerOf((db, p: P, caller) => {
       db
         .select({
           id: sql<number>`NULL`.as("id"),
-          userId: sessions.userId,
+          userId: session.userId,
           key: sql<string>`${p.key}`.as("key"),
           requestHash: sql<string>`${p.hash}`.as("request_hash"),
           claim: sql<string>`${p.claim}`.as("claim"),
@@ -126,8 +128,10 @@ const claimKey = forCallerOf((db, p: P, caller) => {
           revision: sql<number | null>`NULL`.as("revision"),
           createdAt: sql<number>`${p.now}`.as("created_at"),
         })
-        .from(sessions)
-        .where(callerSession(caller, caller.now)),
+        .from(session)
+        // SQLite would read the ON CONFLICT below as a join's ON after a bare FROM: a WHERE ends the FROM
+        // (the parsing ambiguity of sqlite.org/lang_upsert.html).
+        .where(sql`true`),
     )
     .onConflictDoNothing()
     .returning({ id: idempotencyKeys.id });
@@ -139,7 +143,7 @@ const insertClaimed = forCallerOf((db, p: P, caller) =>
     .insert(notes)
     .select(
       db
-        .select(newNoteRow(p, idempotencyKeys.userId, nextRevision(sql`coalesce(${idempotencyKeys.userId}, ${PUBLIC_OWNER})`)))
+        .select(newNoteRow(p, idempotencyKeys.userId, nextRevision(clockOwner(caller))))
         .from(idempotencyKeys)
         .where(claimed(p, caller)),
     )

@@ -1,133 +1,24 @@
-import { and, eq, gt, lte, sql, type SQL } from "drizzle-orm";
-import { asCaller, forCallerOf } from "../auth/caller";
-import { rowsOf, type Placeholders } from "../db/compiled";
-import { notes } from "../db/schema";
+import { asCaller } from "../auth/caller";
+import { rowsOf } from "../db/compiled";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { listVersion } from "./conditional";
-import { noteJsonText } from "./schemas";
+import { chunkQuery, EVERY_ID, fittingRowsQuery, type Chunk, type ListRange } from "./list-queries";
+import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./sql";
 
 /**
- * Bytes of JSON per D1 query when listing, estimated before any content is read (see `chunkQuery`). D1
- * refuses any string over 2,000,000 bytes, the chunk's JSON included, and a chunk reads about this much
- * content, so one query never holds the database for long whatever the size of the notes.
+ * GET /notes: the notes as one JSON array, read in chunks that SQLite sizes and writes (list-queries.ts),
+ * and streamed when they do not fit one.
  */
-export const LIST_CHUNK_BYTES = 1_500_000;
+
 /**
  * The estimate is exact for text without escapes; JSON escaping makes a character at most 6 bytes
  * (`\u0001`), so a chunk estimated at a sixth of the budget always fits. Used again for a chunk whose JSON
  * came out too long.
  */
 const SAFE_CHUNK_BYTES = Math.floor(LIST_CHUNK_BYTES / 6);
-/**
- * JSON bytes of a note besides its title and content: `{"id":…,"title":"","content":"","created_at":"…"}`
- * with a 16-digit id, and the comma before it.
- */
-export const NOTE_JSON_OVERHEAD = 88;
 /** The most notes a chunk can hold (none is smaller than NOTE_JSON_OVERHEAD): the most rows a query sizes. */
 const MAX_CHUNK_ROWS = Math.ceil(LIST_CHUNK_BYTES / NOTE_JSON_OVERHEAD);
-
-/** The condition that limits a query to one owner's notes; none when notes are public (NOTES_AUTH=off). */
-export function ownedBy(owner: number | SQL<number> | undefined): SQL | undefined {
-  return owner === undefined ? undefined : eq(notes.userId, owner);
-}
-
-/** Which notes a chunk query looks at: ids above `after` and up to `upTo`. */
-export interface ListRange {
-  after: number;
-  upTo: number;
-}
-
-/** The whole list's range. */
-export const EVERY_ID: ListRange = { after: Number.MIN_SAFE_INTEGER, upTo: Number.MAX_SAFE_INTEGER };
-
-/** One chunk as SQLite returns it. */
-export interface Chunk {
-  /** The notes' JSON objects joined by commas, by id; null when they do not fit, or the range holds none. */
-  items: string | null;
-  /** The id of the chunk's last note; null when the notes do not fit, or the range holds none. */
-  last: number | null;
-  /** The id of the last of the first `rows` notes of the range (the page), whether they fit or not. */
-  pageLast: number | null;
-  /** How many notes the page holds, and their estimated JSON bytes. */
-  pageCount: number;
-  pageBytes: number | null;
-  /** 1 when the range holds notes after `pageLast`. */
-  beyondPage: number;
-  /** The version of the caller's notes (conditional.ts), for the list's ETag. */
-  version: number;
-}
-
-/** The values of a chunk query: the range, the page's notes (`rows`) and the chunk's bytes (`budget`). */
-type ChunkValues = ListRange & { rows: number; budget: number };
-
-/** The notes with ids above `lo` and up to `hi`, one owner's when notes are private. */
-const between = (lo: SQL, hi: SQL, owner?: SQL<number>) => and(gt(notes.id, lo), lte(notes.id, hi), ownedBy(owner));
-
-/**
- * The estimated JSON bytes of a note with `overhead` bytes around its title and content, from their stored
- * lengths alone: SQLite reads a value's length from the row header, without its content.
- */
-export const estimatedJsonBytes = (overhead: number) =>
-  sql<number>`octet_length(${notes.title}) + octet_length(${notes.content}) + ${overhead}`;
-
-/** A note's estimated JSON bytes in a list. */
-export const noteSize = estimatedJsonBytes(NOTE_JSON_OVERHEAD);
-
-/**
- * The first `rows` notes of the range (the page), as a condition: ids up to the `rows`-th, found from the
- * index (or the rowids) without reading a note, or the whole range when it holds fewer. Not an ordered
- * `LIMIT ?` subquery: SQLite compiles a statement again whenever a bare `LIMIT ?` is bound, which nearly
- * doubled the time of a page's statement (docs/performance.md, round 15).
- */
-function pageOf(p: Placeholders<ChunkValues>, owner?: SQL<number>) {
-  const end = sql`(SELECT ${notes.id} FROM ${notes} WHERE ${between(p.after, p.upTo, owner)} ORDER BY ${notes.id} LIMIT 1 OFFSET ${p.rows} - 1)`;
-  return between(p.after, sql`coalesce(${end}, ${p.upTo})`, owner);
-}
-
-/**
- * The first `rows` notes of the range (the page) as one chunk, when they fit `budget` bytes of JSON; when
- * they do not, no note (`last` and `items` null, `pageCount` above 0) but their count and bytes, from
- * which the caller sizes its next query (`listNotes`). The page is found from the index (pageOf) and
- * sized from the notes' stored lengths (noteSize), so a query reads the content of one chunk at most,
- * and SQLite writes the chunk's JSON: the Worker only passes the text on.
- * `group_concat` follows the scan, which runs by id: the rowid range, or with an owner the (user_id, id)
- * index.
- *
- * Compiled once per isolate (db/compiled.ts) for public notes and for one owner's; the first query runs
- * in one round trip with the check of the caller's session.
- */
-export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) => {
-  const owner = caller?.userId;
-  const cut = sql`(
-    SELECT CASE WHEN bytes <= ${p.budget} THEN page_last END AS last, page_last, page_count, bytes
-    FROM (SELECT max(${notes.id}) AS page_last, count(*) AS page_count, sum(${noteSize}) AS bytes FROM ${notes} WHERE ${pageOf(p, owner)})
-  ) AS cut`;
-  return db
-    .select({
-      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, owner)})`.as("items"),
-      last: sql<number | null>`last`.as("last"),
-      pageLast: sql<number | null>`page_last`.as("pageLast"),
-      pageCount: sql<number>`page_count`.as("pageCount"),
-      pageBytes: sql<number | null>`bytes`.as("pageBytes"),
-      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, owner)})`.as("beyondPage"),
-      // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
-      version: listVersion(owner).as("version"),
-    })
-    .from(cut);
-});
-
-/**
- * How many of the first `rows` notes of the range fit `budget` bytes of JSON, read from a running sum
- * of their sizes; at least one. The last resort of `listNotes` for notes of very different sizes: a
- * window function costs SQLite far more than the sizes alone (docs/performance.md).
- */
-export const fittingRowsQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) =>
-  db
-    .select({ rows: sql<number>`max(1, count(*) FILTER (WHERE reach <= ${p.budget}))`.as("rows") })
-    .from(sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller?.userId)})`),
-);
 
 /** True for D1's SQLITE_TOOBIG: a value (here a chunk's JSON) over its string size limit. */
 function isTooBig(err: unknown): boolean {
@@ -160,6 +51,21 @@ interface Ask {
   basis: "guess" | "average" | "exact";
 }
 
+/** One listing in progress: whose notes, what to ask next, and where the stream stands. */
+interface Listing {
+  db: Database;
+  caller: AccessClaims | undefined;
+  now: number;
+  ask: Ask;
+  /** What is left to list: ids above `after` (the last note sent) and up to `upTo`. */
+  range: ListRange;
+  /** The latest answer not yet sent (the first query's, at the start); never a chunk once enqueued. */
+  pending: Chunk | undefined;
+  /** Whether the array's `[` was sent. */
+  opened: boolean;
+  cancelled: boolean;
+}
+
 /** How many notes of the chunk's average size fit `budget`: at least one, at most MAX_CHUNK_ROWS. */
 function rowsFitting(chunk: Chunk, budget: number): number {
   return Math.min(MAX_CHUNK_ROWS, Math.max(1, Math.floor((budget * chunk.pageCount) / (chunk.pageBytes ?? 1))));
@@ -167,6 +73,87 @@ function rowsFitting(chunk: Chunk, budget: number): number {
 
 /** True when the chunk is an answer: its notes fitted, or there were none. */
 const answered = (chunk: Chunk) => chunk.last !== null || chunk.pageCount === 0;
+
+/** One query, for the listing's ask; `check` puts the caller's session check in the same round trip. */
+async function readChunk(listing: Listing, check = false): Promise<Chunk | undefined> {
+  const { db, caller, now, ask } = listing;
+  const query = chunkQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget });
+  try {
+    return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
+  } catch (err) {
+    // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
+    if (!isTooBig(err) || ask.budget !== LIST_CHUNK_BYTES) throw err;
+    listing.ask = { ...ask, budget: SAFE_CHUNK_BYTES, basis: "guess" };
+    return readChunk(listing, check);
+  }
+}
+
+/** What to ask after the listing's ask was answered by notes that do not fit (`over`): fewer of them. */
+async function fewer(listing: Listing, over: Chunk): Promise<Ask> {
+  const { db, caller, now, ask } = listing;
+  if (ask.basis === "guess") return { rows: rowsFitting(over, ask.budget), budget: ask.budget, basis: "average" };
+  const [fit] = await rowsOf(fittingRowsQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget }));
+  // A single note over the budget (only the smaller budget for escapes can be that small) goes alone.
+  return { rows: fit!.rows, budget: fit!.rows === 1 ? Number.MAX_SAFE_INTEGER : ask.budget, basis: "exact" };
+}
+
+/** The next chunk whose notes fit, asking for fewer until they do; undefined once the client has gone. */
+async function nextFitting(listing: Listing): Promise<Chunk | undefined> {
+  for (;;) {
+    const chunk = listing.pending ?? (await readChunk(listing))!;
+    listing.pending = undefined;
+    if (listing.cancelled) return undefined;
+    if (answered(chunk)) return chunk;
+    listing.ask = await fewer(listing, chunk);
+  }
+}
+
+/**
+ * The chunk's piece of the array, the listing moved past it; whether it is the last piece. After a chunk,
+ * the first guess is as many notes as fit if they are like its notes.
+ */
+function pieceOf(listing: Listing, chunk: Chunk): { text: string; isLast: boolean } {
+  let text = "";
+  if (chunk.items !== null) {
+    text = `${listing.opened ? "," : "["}${chunk.items}`;
+    listing.opened = true;
+    listing.range = { ...listing.range, after: chunk.last! };
+    listing.ask = { rows: rowsFitting(chunk, LIST_CHUNK_BYTES), budget: LIST_CHUNK_BYTES, basis: "guess" };
+  }
+  const isLast = chunk.items === null || !chunk.beyondPage;
+  return { text: isLast ? `${text}${listing.opened ? "]" : "[]"}` : text, isLast };
+}
+
+/**
+ * The rest of the list as a stream, from the first query's answer on. Pull-based with a high-water mark
+ * of zero: a query runs only when the client (or the runtime sending the body) asks for the next chunk,
+ * so no chunk waits in memory.
+ */
+function streamOf(listing: Listing, log: Logger): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const chunk = await nextFitting(listing);
+          if (!chunk) return;
+          const { text, isLast } = pieceOf(listing, chunk);
+          controller.enqueue(encoder.encode(text));
+          if (isLast) controller.close();
+        } catch (err) {
+          if (listing.cancelled) return;
+          log.error("list_stream_failed", describeError(err));
+          // The runtime logs the reason a response body failed with, and Drizzle's errors carry the SQL and
+          // its parameters: the stream fails with a neutral error, the details are in the line above.
+          controller.error(new Error(LIST_ABORTED));
+        }
+      },
+      cancel() {
+        listing.cancelled = true;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
 
 /**
  * The notes as one JSON array by id ascending: all of them, or with `limit` one page of at most `limit`
@@ -194,83 +181,17 @@ export async function listNotes(
   now: number,
   page: { limit: number; after: number | undefined } | undefined,
 ): Promise<NotesList | undefined> {
-  let ask: Ask = { rows: page?.limit ?? MAX_CHUNK_ROWS, budget: LIST_CHUNK_BYTES, basis: "guess" };
-  /** One query, for `ask`; `check` puts the caller's session check in the same round trip. */
-  const read = async (range: ListRange, check = false): Promise<Chunk | undefined> => {
-    const query = chunkQuery(db, caller, now, { ...range, rows: ask.rows, budget: ask.budget });
-    try {
-      return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
-    } catch (err) {
-      // Text full of escapes made the JSON longer than estimated: the same notes again in chunks that fit.
-      if (!isTooBig(err) || ask.budget !== LIST_CHUNK_BYTES) throw err;
-      ask = { ...ask, budget: SAFE_CHUNK_BYTES, basis: "guess" };
-      return read(range, check);
-    }
-  };
-  /** What to ask after `ask` was answered by notes that do not fit (`over`): fewer of them. */
-  const fewer = async (range: ListRange, over: Chunk): Promise<Ask> => {
-    if (ask.basis === "guess") return { rows: rowsFitting(over, ask.budget), budget: ask.budget, basis: "average" };
-    const [fit] = await rowsOf(fittingRowsQuery(db, caller, now, { ...range, rows: ask.rows, budget: ask.budget }));
-    // A single note over the budget (only the smaller budget for escapes can be that small) goes alone.
-    return { rows: fit!.rows, budget: fit!.rows === 1 ? Number.MAX_SAFE_INTEGER : ask.budget, basis: "exact" };
-  };
-  /** The first guess after an answered chunk: as many notes as fit if they are like its notes. */
-  const following = (chunk: Chunk): Ask => ({ rows: rowsFitting(chunk, LIST_CHUNK_BYTES), budget: LIST_CHUNK_BYTES, basis: "guess" });
-
-  let after = page?.after ?? EVERY_ID.after;
-  const first = await read({ after, upTo: EVERY_ID.upTo }, true);
+  const ask: Ask = { rows: page?.limit ?? MAX_CHUNK_ROWS, budget: LIST_CHUNK_BYTES, basis: "guess" };
+  const range = { after: page?.after ?? EVERY_ID.after, upTo: EVERY_ID.upTo };
+  const listing: Listing = { db, caller, now, ask, range, pending: undefined, opened: false, cancelled: false };
+  const first = await readChunk(listing, true);
   if (!first) return undefined;
   const { version } = first;
-  // A page reads its `limit` notes and no further: later queries stop at the page's last note.
-  const upTo = page ? (first.pageLast ?? EVERY_ID.upTo) : EVERY_ID.upTo;
   const nextAfter = page && first.beyondPage ? (first.pageLast ?? undefined) : undefined;
   // The whole page, or the whole list, in one query: no stream needed.
   if (answered(first) && (page || !first.beyondPage)) return { body: `[${first.items ?? ""}]`, nextAfter, version };
-
-  // The stream starts from the first query's answer; after that it keeps only the latest answer not yet
-  // sent, never a chunk's text once it has been enqueued.
-  let pending: Chunk | undefined = first;
-  let opened = false;
-  let cancelled = false;
-
-  // Pull-based with a high-water mark of zero: a query runs only when the client (or the runtime sending
-  // the body) asks for the next chunk, so no chunk waits in memory.
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          let chunk: Chunk;
-          for (;;) {
-            const range = { after, upTo };
-            chunk = pending ?? (await read(range))!;
-            pending = undefined;
-            if (cancelled) return;
-            if (answered(chunk)) break;
-            ask = await fewer(range, chunk);
-          }
-          let text = "";
-          if (chunk.items !== null) {
-            text = `${opened ? "," : "["}${chunk.items}`;
-            opened = true;
-            after = chunk.last!;
-            ask = following(chunk);
-          }
-          const isLast = chunk.items === null || !chunk.beyondPage;
-          controller.enqueue(encoder.encode(isLast ? `${text}${opened ? "]" : "[]"}` : text));
-          if (isLast) controller.close();
-        } catch (err) {
-          if (cancelled) return;
-          log.error("list_stream_failed", describeError(err));
-          // The runtime logs the reason a response body failed with, and Drizzle's errors carry the SQL and
-          // its parameters: the stream fails with a neutral error, the details are in the line above.
-          controller.error(new Error(LIST_ABORTED));
-        }
-      },
-      cancel() {
-        cancelled = true;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-  return { body, nextAfter, version };
+  // A page reads its `limit` notes and no further: later queries stop at the page's last note.
+  if (page) listing.range = { ...range, upTo: first.pageLast ?? EVERY_ID.upTo };
+  listing.pending = first;
+  return { body: streamOf(listing, log), nextAfter, version };
 }

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { bearerClaims } from "../auth/caller";
 import type { AccessClaims } from "../lib/access-token";
 import type { AppEnv } from "../types";
-import { NoteMessage } from "./schemas";
+import { NoteMessage } from "./messages";
 
 /** The notes area's 401: JSON, with the scheme to use. */
 export function notesUnauthorized(c: Context) {

@@ -1,12 +1,13 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { callerSession, forCallerOf, liveSession, type CallerValues } from "../auth/caller";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import { forCallerOf, liveSessionOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
-import { type idempotencyKeys, notes, sessions } from "../db/schema";
+import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { nextRevision, nextRevisionOfRow, PUBLIC_OWNER, revisionMatches, revisionsOf, type Precondition } from "./conditional";
-import { ownedBy } from "./list";
-import { noteJsonText } from "./schemas";
+import { clockOwner, visibleTo, writableBy, type NotesCaller } from "./access";
+import { revisionsOf, type Precondition } from "./conditional";
+import { nextRevision, nextRevisionOfRow, noteJsonText, revisionMatches } from "./sql";
 
 /**
  * The single-note statements. SQLite writes each note's JSON (`noteJsonText`), so a handler passes the
@@ -19,16 +20,12 @@ import { noteJsonText } from "./schemas";
 /** What a statement answers of a note: its JSON (written by SQLite) and its revision (the ETag). */
 const noteAnswer = { json: noteJsonText.as("json"), revision: notes.revision };
 
-type Caller = Placeholders<CallerValues>;
 type Now = { now: number };
-
-/** The note with this id, of the caller when notes are private: someone else's note is not found. */
-const thisNote = (id: SQL<number>, caller?: Caller) => and(eq(notes.id, id), ownedBy(caller?.userId), caller && liveSession(caller, caller.now));
 
 type ReadValues = { id: number };
 // No condition on the session: the check batched with it decides (asCaller), and throws the result away.
 const read = forCallerOf((db, p: Placeholders<ReadValues>, caller) =>
-  db.select(noteAnswer).from(notes).where(and(eq(notes.id, p.id), ownedBy(caller?.userId))),
+  db.select(noteAnswer).from(notes).where(and(eq(notes.id, p.id), visibleTo(caller))),
 );
 
 /** The note's JSON and revision, or no row. */
@@ -40,7 +37,7 @@ type InsertValues = { title: string; content: string };
  * The row of a new note for `INSERT … SELECT`, its owner and revision taken from the select's source:
  * every column in the table's order (drizzle's rule for INSERT … SELECT); a NULL id is assigned.
  */
-export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: typeof sessions.userId | typeof idempotencyKeys.userId, revision: SQL) {
+export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: AnySQLiteColumn, revision: SQL) {
   return {
     id: sql<number>`NULL`.as("id"),
     title: sql<string>`${p.title}`.as("title"),
@@ -51,24 +48,20 @@ export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: typeof s
   };
 }
 
-const insert = forCallerOf((db, p: Placeholders<InsertValues & Now>, caller) =>
-  caller
-    ? db
-        .insert(notes)
-        .select(db.select(newNoteRow(p, sessions.userId, nextRevision(caller.userId))).from(sessions).where(callerSession(caller, caller.now)))
-        .returning(noteAnswer)
-    : db
-        .insert(notes)
-        .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision: nextRevision(PUBLIC_OWNER) })
-        .returning(noteAnswer),
-);
+const insert = forCallerOf((db, p: Placeholders<InsertValues & Now>, caller) => {
+  const revision = nextRevision(clockOwner(caller));
+  if (!caller) return db.insert(notes).values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision }).returning(noteAnswer);
+  // Selected from the caller's live session: no row, so no note, once the session has ended.
+  const session = liveSessionOf(db, caller, caller.now);
+  return db.insert(notes).select(db.select(newNoteRow(p, session.userId, revision)).from(session)).returning(noteAnswer);
+});
 
 /** Inserts a note, the caller's when notes are private (only while the caller's session is live); its JSON. */
 export const insertNote = (db: Database, title: string, content: string, caller: AccessClaims | undefined, now: number) =>
   insert(db, caller, now, { title, content });
 
 type UpdateValues = { id: number; title: string | null; content: string | null; revisions: string | null };
-function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: Caller) {
+function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: NotesCaller) {
   const newTitle = sql`coalesce(${p.title}, ${notes.title})`;
   const newContent = sql`coalesce(${p.content}, ${notes.content})`;
   return db
@@ -78,7 +71,7 @@ function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: Caller) 
       content: newContent,
       revision: sql`CASE WHEN ${newTitle} IS NOT ${notes.title} OR ${newContent} IS NOT ${notes.content} THEN ${nextRevisionOfRow()} ELSE ${notes.revision} END`,
     })
-    .where(and(thisNote(p.id, caller), revisionMatches(p.revisions)))
+    .where(and(writableBy(caller, p.id), revisionMatches(p.revisions)))
     .returning(noteAnswer);
 }
 const update = forCallerOf(updateOf);
@@ -103,7 +96,7 @@ export function updateNote(
 
 type DeleteValues = { id: number; revisions: string | null };
 const remove = forCallerOf((db, p: Placeholders<DeleteValues>, caller) =>
-  db.delete(notes).where(and(thisNote(p.id, caller), revisionMatches(p.revisions))).returning({ id: notes.id }),
+  db.delete(notes).where(and(writableBy(caller, p.id), revisionMatches(p.revisions))).returning({ id: notes.id }),
 );
 
 /** Deletes the note, only while its revision satisfies `precondition`; its id, or no row. */

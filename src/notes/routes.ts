@@ -1,6 +1,5 @@
-import { Hono, type Context, type TypedResponse } from "hono";
+import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { asCaller } from "../auth/caller";
 import { badJson, describeRoute, json, jsonError, ref } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
@@ -22,50 +21,14 @@ import {
   noteWriteErrors,
   preconditionErrors,
 } from "./docs";
-import { createOnce, IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
-import { listNotes } from "./list";
-import { etagListed, etagOf, listETag, matches, readETags, readListVersion, writePrecondition } from "./conditional";
-import { notesUnauthorized, requireNotesAuth, type NotesEnv } from "./owner";
+import { createdOnce, listAnswer, noteAnswer, notFound, notModified, preconditionFailed, searchAnswer, whyNotWritten } from "./answers";
+import { etagListed, etagOf, matches, readETags, writePrecondition } from "./conditional";
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
+import { NoteMessage } from "./messages";
+import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, NoteMessage, parseNoteId, UpdateNoteBody, type NoteJson } from "./schemas";
-import { DEFAULT_SEARCH_LIMIT, searchNotes } from "./search";
-
-/** The spec's 404 for a note that does not exist. */
-const notFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
-
-/** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
-function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
-  return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
-}
-
-/** A note's answer: its JSON as SQLite wrote it, and its ETag. */
-function noteAnswer<U extends 200 | 201>(c: Context, note: { json: string; revision: number }, status: U) {
-  c.header("ETag", etagOf(note.revision));
-  return jsonText<NoteJson, U>(c, note.json, status);
-}
-
-/** 304: the client's copy is current; no body, the ETag it matched. */
-function notModified(c: Context, etag: string) {
-  c.header("ETag", etag);
-  return c.body(null, 304);
-}
-
-/** 412: the note exists at another revision than If-Match names; nothing was changed. Its current ETag. */
-function preconditionFailed(c: Context, revision: number) {
-  c.header("ETag", etagOf(revision));
-  return c.json({ error: NoteMessage.preconditionFailed }, 412);
-}
-
-/**
- * Why a conditional PATCH or DELETE wrote nothing: the note is gone (the spec's 404) or at another
- * revision (412). Read after the write, only to choose the answer: the write itself decided.
- */
-async function whyNotWritten(c: Context<NotesEnv>, id: number, now: number) {
-  const { db, caller } = c.var;
-  const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
-  if (!found) return notesUnauthorized(c);
-  return found[0] ? preconditionFailed(c, found[0].revision) : notFound(c);
-}
+import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, parseNoteId, UpdateNoteBody } from "./schemas";
+import { DEFAULT_SEARCH_LIMIT } from "./search";
 
 /** Answers the contract's 400 for a bad `{id}` (on paths that have one) before anything else is looked at. */
 const noteIdFirst = createMiddleware(async (c, next) => {
@@ -115,31 +78,7 @@ export const notesApp = new Hono<AppEnv>()
     }),
     queryParams(ListQuery), async (c) => {
     const { limit, after, q, offset } = c.req.valid("query");
-    const { db, log, caller } = c.var;
-    if (q !== undefined) {
-      const pageSize = limit ?? DEFAULT_SEARCH_LIMIT;
-      const found = await searchNotes(db, caller, Date.now(), q, pageSize, offset ?? 0);
-      if (!found) return notesUnauthorized(c);
-      if (found.nextOffset !== undefined) {
-        c.header("Link", `</notes?q=${encodeURIComponent(q.toWellFormed())}&limit=${pageSize}&offset=${found.nextOffset}>; rel="next"`);
-      }
-      return jsonText<NoteJson[], 200>(c, found.body, 200);
-    }
-    const now = Date.now();
-    // A poll that sends the list's ETag back is answered from the version alone, without reading a note.
-    const ifNoneMatch = readETags(c, "If-None-Match");
-    if (ifNoneMatch) {
-      const found = await asCaller(db, caller, now, readListVersion(db, caller, now, {}));
-      if (!found) return notesUnauthorized(c);
-      const etag = listETag(found[0]!.version, limit, after);
-      if (etagListed(ifNoneMatch, etag)) return notModified(c, etag);
-    }
-    // The JSON comes from SQLite in chunks (see list.ts); a failure of the first query still reaches onError.
-    const list = await listNotes(db, log, caller, now, limit === undefined ? undefined : { limit, after });
-    if (!list) return notesUnauthorized(c);
-    if (list.nextAfter !== undefined) c.header("Link", `</notes?limit=${limit}&after=${list.nextAfter}>; rel="next"`);
-    c.header("ETag", listETag(list.version, limit, after));
-    return jsonText<NoteJson[], 200>(c, list.body, 200);
+    return q === undefined ? listAnswer(c, limit, after) : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);
   })
   .post(
     "/",
@@ -186,15 +125,7 @@ export const notesApp = new Hono<AppEnv>()
     const { db, caller } = c.var;
     const now = Date.now();
     const key = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER));
-    if (key !== undefined) {
-      const once = await createOnce(db, caller, key, title, content, now);
-      if (once.outcome === "unauthorized") return notesUnauthorized(c);
-      if (once.outcome === "mismatch") return c.json({ error: NoteMessage.idempotencyKeyReused }, 422);
-      if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
-      if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
-      c.header("ETag", etagOf(once.revision));
-      return jsonText<NoteJson, 201>(c, once.body, 201);
-    }
+    if (key !== undefined) return createdOnce(c, key, title, content, now);
     const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
     return noteAnswer(c, created[0]!, 201);

@@ -1,44 +1,13 @@
-import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import * as v from "valibot";
-import { notes } from "../db/schema";
 import { badRequest } from "../lib/http";
 import { KiB } from "../lib/units";
 import { body } from "../lib/validation";
+import { MAX_TITLE_CHARS, NoteMessage } from "./messages";
 
-/** The request bodies of the notes area, and every JSON error message it answers with. */
+/** The request and response schemas of the notes area: bodies, the id and paging rules, the note JSON. */
 
-export const MAX_TITLE_CHARS = 200;
 /** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
 export const NOTES_BODY_LIMIT_BYTES = 1024 * KiB;
-
-export const NoteMessage = {
-  // From the spec.
-  invalidId: "Invalid note id",
-  notFound: "Note not found",
-  // Our decisions where the spec is silent (see docs/api.md#errors).
-  titleRequired: "title is required and must be a string",
-  contentRequired: "content is required and must be a string",
-  titleNotString: "title must be a string",
-  contentNotString: "content must be a string",
-  titleEmpty: "title must not be empty",
-  titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
-  bodyTooLarge: "Request body is too large (limit 1 MiB)",
-  invalidBookmark: "Invalid X-D1-Bookmark header",
-  clientThrottled: "Too many requests",
-  unauthorized: "Unauthorized",
-  invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
-  idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
-  searchEmpty: "q must not be empty",
-  idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
-  invalidIfMatch: "If-Match must be * or a list of entity tags",
-  invalidIfNoneMatch: "If-None-Match must be * or a list of entity tags",
-  preconditionFailed: "The note has changed since the ETag given in If-Match; the ETag header holds its current one",
-  ifMatchRequired: "This request needs an If-Match header with the note's ETag (NOTES_REQUIRE_IF_MATCH)",
-  invalidCursor: "cursor is not a cursor of this feed",
-  cursorExpired: "This cursor is older than the changes kept; sync again from the start, without a cursor",
-  internalError: "Internal server error",
-} as const;
 
 /** A title: `typeMessage` when it is not a string, then the length rules. */
 function title(typeMessage: string) {
@@ -137,25 +106,6 @@ export const Note = v.object({
 });
 export type NoteJson = v.InferOutput<typeof Note>;
 
-/**
- * Epoch milliseconds as `Date.prototype.toISOString()` writes them (`2026-01-02T03:04:05.678Z`), in SQL.
- * `date()` and integer arithmetic take a third of the time of one `strftime('%Y-%m-%dT%H:%M:%fZ', …)`,
- * which remains for times before 1970, where `%` of a negative number would not do.
- */
-function isoTimestamp(ms: SQLWrapper): SQL {
-  return sql`CASE WHEN ${ms} >= 0
-    THEN date(${ms} / 1000, 'unixepoch') || printf('T%02d:%02d:%02d.%03dZ', ${ms} / 3600000 % 24, ${ms} / 60000 % 60, ${ms} / 1000 % 60, ${ms} % 1000)
-    ELSE strftime('%Y-%m-%dT%H:%M:%fZ', ${ms} / 1000.0, 'unixepoch') END`;
-}
-
-/**
- * A note's JSON text (`NoteJson`) built by SQLite, byte for byte what `JSON.stringify` writes: the same keys
- * in the same order, the same escapes (`\"`, `\\`, the short forms `\n`, `\t`, ... and `\u001f` for the other
- * control characters, everything else as UTF-8). Tests hold the two to each other.
- */
-const noteJson = sql`json_object('id', ${notes.id}, 'title', ${notes.title}, 'content', ${notes.content}, 'created_at', ${isoTimestamp(notes.createdAt)})`;
-/**
- * Written out once: the expression holds no value, and as one piece of text it costs a statement that
- * shows it nothing to build, where its dozens of column references cost every statement that did.
- */
-export const noteJsonText = sql.raw(new SQLiteSyncDialect().sqlToQuery(noteJson).sql) as SQL<string>;
+// src/index.ts still imports the messages from here, and is rewired with the accounts restructuring;
+// everything else imports ./messages.
+export { NoteMessage } from "./messages";

@@ -1,11 +1,11 @@
-import { and, sql, type SQL } from "drizzle-orm";
+import { and, sql } from "drizzle-orm";
 import { asCaller, forCallerOf } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { notes } from "../db/schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { LIST_CHUNK_BYTES, noteSize, ownedBy } from "./list";
-import { noteJsonText } from "./schemas";
+import { visibleTo, type NotesCaller } from "./access";
+import { LIST_CHUNK_BYTES, noteJsonText, noteSize } from "./sql";
 
 /**
  * `GET /notes?q=…`: full-text search over titles and contents with SQLite's FTS5 (the `notes_fts` index
@@ -55,11 +55,11 @@ export function matchExpression(q: string): string {
  * The FTS index drives the join (CROSS JOIN keeps SQLite from starting at the owner's notes instead), and
  * the owner is a filter on the matches: with NOTES_AUTH=required the caller's notes only.
  */
-function searchOf(db: Database, p: Placeholders<SearchValues>, owner?: SQL<number>) {
+function searchOf(db: Database, p: Placeholders<SearchValues>, caller: NotesCaller) {
   const ranked = sql`SELECT ${notes.id} AS id, bm25(notes_fts, ${sql.raw(String(TITLE_WEIGHT))}, ${sql.raw(String(CONTENT_WEIGHT))}) AS score,
       ${noteSize} AS size
     FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
-    WHERE ${and(sql`notes_fts MATCH ${p.match}`, ownedBy(owner))}
+    WHERE ${and(sql`notes_fts MATCH ${p.match}`, visibleTo(caller))}
     ORDER BY score, id LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
   const page = sql`(
     SELECT id, row_number() OVER w AS n, sum(size) OVER w AS reach FROM (${ranked})
@@ -78,7 +78,7 @@ function searchOf(db: Database, p: Placeholders<SearchValues>, owner?: SQL<numbe
 type SearchValues = { match: string; limit: number; offset: number; budget: number };
 
 /** Compiled once per isolate for public notes and for one owner's (db/compiled.ts). */
-export const searchQuery = forCallerOf((db, p: Placeholders<SearchValues>, caller) => searchOf(db, p, caller?.userId));
+export const searchQuery = forCallerOf((db, p: Placeholders<SearchValues>, caller) => searchOf(db, p, caller));
 
 /** A search page: the JSON array, and the `offset` of the next page when there is one. */
 export interface SearchPage {

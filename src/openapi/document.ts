@@ -2,7 +2,8 @@ import { AuthMessage } from "../auth/messages";
 import { Login, Me, MfaChallenge, Session, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
-import { Note, NoteMessage } from "../notes/schemas";
+import { NoteMessage } from "../notes/messages";
+import { Note } from "../notes/schemas";
 import { operationOf, schemaOf, type Json, type Operation } from "../lib/describe";
 
 /**

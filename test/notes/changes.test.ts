@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { caughtUp, cursorOf, MAX_CHANGES_PAGE } from "../../src/notes/changes";
-import { NoteMessage } from "../../src/notes/schemas";
+import { NoteMessage } from "../../src/notes/messages";
 import { DAY } from "../../src/lib/units";
 import { call, callWithEnv, error, fireCron, jsonOf, logIn, Note, PASSWORD, storedUser, verifiedAccount } from "../helpers";
 
@@ -234,5 +234,27 @@ describe("syncing two devices through the feed", () => {
     expect(copy).toEqual(await serverNotes(writer.send));
     expect(copy.size).toBe(10 + 5 + 10);
     expect(seen.every((revision, i) => i === 0 || revision > seen[i - 1]!)).toBe(true);
+  });
+});
+
+describe("GET /changes with public notes (NOTES_AUTH=off)", () => {
+  it("feeds the notes written while notes are public, with their deletions, and none a user wrote", async () => {
+    const feed = async (query: string): Promise<Page> => {
+      const response = await call("GET", `/changes${query}`);
+      expect(response.status).toBe(200);
+      return v.parse(Page, await response.json());
+    };
+    const clock = await env.DB.prepare("SELECT coalesce((SELECT seq FROM note_clocks WHERE owner = 0), 0) AS seq").first<number>("seq");
+    const copy = new Map<number, NoteJson>();
+    const user = await device();
+    const users = await user.create("a user's");
+    const kept = v.parse(Note, await (await call("POST", "/notes", { title: "public kept", content: "c" })).json());
+    const gone = v.parse(Note, await (await call("POST", "/notes", { title: "public gone", content: "c" })).json());
+
+    const cursor = await syncFrom(feed, copy, cursorOf(caughtUp(clock!)));
+    expect([copy.get(kept.id), copy.get(gone.id), copy.get(users.id)]).toEqual([kept, gone, undefined]);
+    await call("DELETE", `/notes/${gone.id}`);
+    await syncFrom(feed, copy, cursor);
+    expect([copy.get(kept.id), copy.get(gone.id)]).toEqual([kept, undefined]);
   });
 });

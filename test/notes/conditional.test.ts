@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { NoteMessage } from "../../src/notes/schemas";
+import { NoteMessage } from "../../src/notes/messages";
 import { Contract } from "../contract";
 import { call, callWithEnv, error, jsonOf, logIn, Note, tally, verifiedAccount } from "../helpers";
 

@@ -4,7 +4,9 @@ import { drizzle } from "drizzle-orm/d1";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../src/lib/log";
 import { rowsOf } from "../../src/db/compiled";
-import { chunkQuery, EVERY_ID, LIST_ABORTED, LIST_CHUNK_BYTES, listNotes } from "../../src/notes/list";
+import { LIST_ABORTED, listNotes } from "../../src/notes/list";
+import { chunkQuery, EVERY_ID } from "../../src/notes/list-queries";
+import { LIST_CHUNK_BYTES } from "../../src/notes/sql";
 import { call, callWithEnv, JSON_TYPE, jsonOf } from "../helpers";
 
 /** A note as the API renders it. */

@@ -9,7 +9,8 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
 import type { ChangesPage } from "../../src/notes/changes";
-import type { NoteJson, NoteMessage } from "../../src/notes/schemas";
+import type { NoteMessage } from "../../src/notes/messages";
+import type { NoteJson } from "../../src/notes/schemas";
 
 const api = hc<AppType>("http://api.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
 type Login = Awaited<ReturnType<typeof api.auth.login.$post>>;

@@ -1,0 +1,32 @@
+/** Every JSON error message the notes area answers with, written once (docs/api.md lists them). */
+
+/** The most characters (code points) a title holds: here, since its message states it; schemas.ts enforces it. */
+export const MAX_TITLE_CHARS = 200;
+
+export const NoteMessage = {
+  // From the spec.
+  invalidId: "Invalid note id",
+  notFound: "Note not found",
+  // Our decisions where the spec is silent (see docs/api.md#errors).
+  titleRequired: "title is required and must be a string",
+  contentRequired: "content is required and must be a string",
+  titleNotString: "title must be a string",
+  contentNotString: "content must be a string",
+  titleEmpty: "title must not be empty",
+  titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
+  bodyTooLarge: "Request body is too large (limit 1 MiB)",
+  invalidBookmark: "Invalid X-D1-Bookmark header",
+  clientThrottled: "Too many requests",
+  unauthorized: "Unauthorized",
+  invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
+  idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
+  searchEmpty: "q must not be empty",
+  idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
+  invalidIfMatch: "If-Match must be * or a list of entity tags",
+  invalidIfNoneMatch: "If-None-Match must be * or a list of entity tags",
+  preconditionFailed: "The note has changed since the ETag given in If-Match; the ETag header holds its current one",
+  ifMatchRequired: "This request needs an If-Match header with the note's ETag (NOTES_REQUIRE_IF_MATCH)",
+  invalidCursor: "cursor is not a cursor of this feed",
+  cursorExpired: "This cursor is older than the changes kept; sync again from the start, without a cursor",
+  internalError: "Internal server error",
+} as const;
