@@ -1,6 +1,7 @@
 // @ts-check
 // ESLint 9 flat config: `npm run lint`. Type-aware rules read each file's own tsconfig, so a file is
 // linted with the same types it is compiled with (Workers types for src/, Node types for Node-side code).
+import { readFileSync } from "node:fs";
 import js from "@eslint/js";
 import { defineConfig, globalIgnores } from "eslint/config";
 import globals from "globals";
@@ -25,6 +26,36 @@ const projects = [
   { files: ["bench/run.ts", "bench/scenarios.ts", "bench/lib/**/*.ts"], project: "./bench/tsconfig.json" },
   { files: ["bench/counting-entry.ts"], project: "./bench/tsconfig.worker.json" },
 ];
+
+/**
+ * Which area owns each table of src/db/schema.ts. Each area names only its own tables; the two meet only
+ * through declared seams: notes takes the caller's live session from auth/caller.ts, and accounts are
+ * handed what an account owns in notes at wiring time (index.ts). Every table must be listed here, so a new
+ * one cannot slip past the rule below.
+ */
+const TABLES = {
+  accounts: [
+    "users", "sessions", "oneTimeCodes", "resetRequests", "resetMailAllowances", "emailChangeReverts", "mfaFactors", "mfaRecoveryCodes",
+    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows",
+  ],
+  notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
+};
+const declared = [...readFileSync(new URL("./src/db/schema.ts", import.meta.url), "utf8").matchAll(/^export const (\w+) = sqliteTable\(/gm)].map((m) => m[1]);
+const unowned = declared.filter((table) => !TABLES.accounts.includes(table) && !TABLES.notes.includes(table));
+if (unowned.length > 0) throw new Error(`eslint.config.js: give every table of src/db/schema.ts an owner in TABLES: ${unowned.join(", ")}`);
+
+/** `no-restricted-imports` for the files of one area: none of `tables`, and none of `modules`. */
+function ownTablesOnly(tables, modules, message) {
+  return [
+    "error",
+    {
+      patterns: [
+        { group: ["**/db/schema"], importNames: tables, message: `${message} (eslint.config.js, TABLES)` },
+        { group: modules, message },
+      ],
+    },
+  ];
+}
 
 export default defineConfig(
   globalIgnores([
@@ -107,6 +138,27 @@ export default defineConfig(
             "Drizzle's .limit(n) binds a bare LIMIT, which makes SQLite compile the statement again every time: write the LIMIT in sql`` as an expression or a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
         },
       ],
+    },
+  },
+
+  {
+    files: ["src/notes/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ownTablesOnly(
+        TABLES.accounts,
+        ["**/auth/*", "!**/auth/caller"],
+        "The notes area reaches accounts only through auth/caller.ts (the caller's live session), never their tables",
+      ),
+    },
+  },
+  {
+    files: ["src/auth/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ownTablesOnly(
+        TABLES.notes,
+        ["**/notes/*", "**/notes"],
+        "The accounts area never imports notes or names their tables: what an account owns there is handed in by index.ts",
+      ),
     },
   },
 

@@ -11,7 +11,7 @@ import { corsPolicy } from "./lib/cors";
 import { securityHeaders } from "./lib/security-headers";
 import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
-import { NoteMessage } from "./notes/schemas";
+import { NoteMessage } from "./notes/messages";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
 import { notesApp } from "./notes/routes";

@@ -105,7 +105,3 @@ export const Note = v.object({
   created_at: v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 (`Date.prototype.toISOString()`), set at creation")),
 });
 export type NoteJson = v.InferOutput<typeof Note>;
-
-// src/index.ts still imports the messages from here, and is rewired with the accounts restructuring;
-// everything else imports ./messages.
-export { NoteMessage } from "./messages";

@@ -1,4 +1,3 @@
-import type { Context } from "hono";
 import type { AppEnv } from "../../types";
 import { mailerOf, sendMfaGuessingNotice, sendRecoveryCodeUsedNotice } from "../mails";
 import { acceptCode, claimCodeTry, claimFullWindowNotice, giveBackCodeTry, WRONG_CODES_PER_HOUR, type Factor } from "./factor";
@@ -11,19 +10,22 @@ import { useRecoveryCode } from "./recovery-codes";
  * claim that fills it tells the owner, once. Answers how the factor was proven (an RFC 8176 `amr` value:
  * `otp`, or our `rec` for a recovery code), why it was not, or how long TOTP codes are refused.
  */
+/** What a check needs of the request: its settings, database and logger. */
+type RequestVars = Pick<AppEnv["Variables"], "config" | "db" | "log">;
+
 export type SecondFactorCheck = { proven: "otp" | "rec" } | { refused: "wrong" | "reused" } | { capped: number };
 
-export async function checkSecondFactor<E extends AppEnv>(
-  c: Context<E>,
+export async function checkSecondFactor(
+  vars: RequestVars,
   account: { id: number; email: string },
   factor: Factor,
   typed: { code: string } | { recoveryCode: string },
 ): Promise<SecondFactorCheck> {
-  return "code" in typed ? checkTotp(c, account, factor, typed.code) : checkRecoveryCode(c, account, typed.recoveryCode);
+  return "code" in typed ? checkTotp(vars, account, factor, typed.code) : checkRecoveryCode(vars, account, typed.recoveryCode);
 }
 
-async function checkTotp<E extends AppEnv>(c: Context<E>, account: { id: number; email: string }, factor: Factor, code: string): Promise<SecondFactorCheck> {
-  const { config, db, log } = c.var;
+async function checkTotp(vars: RequestVars, account: { id: number; email: string }, factor: Factor, code: string): Promise<SecondFactorCheck> {
+  const { config, db, log } = vars;
   const now = Date.now();
   const claim = await claimCodeTry(db, account.id, now);
   if ("waitMs" in claim) return { capped: claim.waitMs };
@@ -33,15 +35,15 @@ async function checkTotp<E extends AppEnv>(c: Context<E>, account: { id: number;
   if (outcome === "accepted") return { proven: "otp" };
   if (outcome === "wrong" && claim.count >= WRONG_CODES_PER_HOUR && (await claimFullWindowNotice(db, account.id, claim.windowStart))) {
     log.warn("mfa_codes_capped", { userId: account.id });
-    await sendMfaGuessingNotice(mailerOf(c.var), account.email);
+    await sendMfaGuessingNotice(mailerOf(vars), account.email);
   }
   return { refused: outcome };
 }
 
-async function checkRecoveryCode<E extends AppEnv>(c: Context<E>, account: { id: number; email: string }, typed: string): Promise<SecondFactorCheck> {
-  const left = await useRecoveryCode(c.var.db, account.id, typed);
+async function checkRecoveryCode(vars: RequestVars, account: { id: number; email: string }, typed: string): Promise<SecondFactorCheck> {
+  const left = await useRecoveryCode(vars.db, account.id, typed);
   if (left === undefined) return { refused: "wrong" };
-  await sendRecoveryCodeUsedNotice(mailerOf(c.var), account.email, left);
+  await sendRecoveryCodeUsedNotice(mailerOf(vars), account.email, left);
   return { proven: "rec" };
 }
 

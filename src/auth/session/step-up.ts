@@ -104,7 +104,7 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
       await giveBack();
       return { refused: c.text(AuthMessage.mfaCodeRequired, 401) };
     }
-    const check = await checkSecondFactor(c, account, account.factor, typedCode(code));
+    const check = await checkSecondFactor(c.var, account, account.factor, typedCode(code));
     if ("capped" in check) {
       await giveBack();
       return { refused: tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped) };
