@@ -6,7 +6,7 @@ import { Contract } from "../contract";
 import { callWithEnv, captureLogs, otherCode, PASSWORD, randomEmail, tally, TEXT, textOf } from "../helpers";
 
 /**
- * The deployment-wide budget of failed code tries (src/auth/code-budget.ts), on a database of its own:
+ * The deployment-wide budget of failed code tries (src/auth/limits/code-budget.ts), on a database of its own:
  * the counter it exhausts is shared by every account, so on the shared database it would refuse the
  * codes of every other test.
  */
@@ -44,7 +44,7 @@ async function spent(): Promise<number> {
 }
 
 describe("the deployment-wide budget of failed code tries", () => {
-  it("refuses every code try, right or wrong, of every account once the hour's failed tries are used up, and logs it", async () => {
+  it("answers 429 to every wrong code once the hour's failed tries are used up, still lets a right code through (F6), and logs it", async () => {
     const settings = await budgetOf(3);
     const accounts = await Promise.all(Array.from({ length: 5 }, () => unverified(settings)));
     const verify = (email: string, token: string) => callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
@@ -56,7 +56,7 @@ describe("the deployment-wide budget of failed code tries", () => {
     const refused = await verify(fourth.email, otherCode(fourth.code));
     expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3500);
-    expect((await verify(fifth.email, fifth.code)).status).toBe(429);
+    expect(await textOf(await verify(fifth.email, fifth.code))).toEqual({ status: 200, type: TEXT, body: Contract.emailVerified });
     expect(logs.filter((line) => line.event === "failed_code_budget_exhausted")).toHaveLength(2);
     expect(logs.find((line) => line.event === "failed_code_budget_exhausted")).toMatchObject({ level: "warn", limit: 3 });
     expect(await spent()).toBe(3);
@@ -71,7 +71,9 @@ describe("the deployment-wide budget of failed code tries", () => {
     expect((await verify({ email: wrong.email })).status).toBe(400);
     expect(await spent()).toBe(0);
     expect((await verify({ email: wrong.email, token: otherCode(wrong.code) })).status).toBe(401);
-    expect((await verify({ email: wrong.email, token: wrong.code })).status).toBe(429);
+    expect((await verify({ email: wrong.email, token: otherCode(wrong.code) })).status).toBe(429);
+    // The budget is used up, and the right code with tries left on its own request still verifies.
+    expect((await verify({ email: wrong.email, token: wrong.code })).status).toBe(200);
   });
 
   it("holds under a burst: of 40 wrong codes to 40 accounts sent together with 10 tries left, 10 are compared", async () => {
@@ -82,6 +84,24 @@ describe("the deployment-wide budget of failed code tries", () => {
     );
     expect(tally(answers)).toEqual({ 401: 10, 429: 30 });
     expect(await spent()).toBe(10);
+  });
+
+  it("refuses no right code after wrong codes for unknown addresses used the budget up (F6): verification and reset alike", async () => {
+    const settings = await budgetOf(5);
+    const owner = await unverified(settings);
+    const verify = (email: string, token: string) => callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
+    const flood = await Promise.all(Array.from({ length: 8 }, () => verify(randomEmail("nobody"), "123456")));
+    expect(tally(flood)).toEqual({ 401: 5, 429: 3 });
+    expect(await textOf(await verify(owner.email, otherCode(owner.code)))).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
+    expect(await textOf(await verify(owner.email, owner.code))).toEqual({ status: 200, type: TEXT, body: Contract.emailVerified });
+
+    // A reset asked for now: its right code goes through the exhausted budget too.
+    const forgot = await callWithEnv(settings, "POST", "/auth/forgot-password", { email: owner.email });
+    const { request_id: requestId } = await forgot.json<{ request_id: string }>();
+    const stored = await db.prepare("SELECT code FROM reset_requests WHERE id = ?").bind(requestId).first<string>("code");
+    const reset = { email: owner.email, request_id: requestId, password: "a brand new passphrase" };
+    expect((await callWithEnv(settings, "POST", "/auth/reset-password", { ...reset, token: otherCode(stored!) })).status).toBe(429);
+    expect((await callWithEnv(settings, "POST", "/auth/reset-password", { ...reset, token: stored })).status).toBe(200);
   });
 
   it("counts reset codes too", async () => {

@@ -6,14 +6,14 @@ import { claimWindow, releaseWindow, waitFor, windowState } from "./windows";
 
 /**
  * The deployment-wide budget of failed code tries (verification, reset and e-mail change codes of every
- * account), FAILED_CODE_HOURLY_LIMIT an hour. Each account's codes are already bounded (5 tries a code,
- * 15 an hour); this bounds what someone guessing across many accounts gets from the whole service.
+ * account), FAILED_CODE_HOURLY_LIMIT an hour: what someone guessing across many accounts gets from the
+ * whole service, beside each code's own 5 tries and each account's 15 an hour, which stay as they are.
  *
  * A try claims one slot of the window with one conditional upsert before its code is compared (so a
  * burst cannot overshoot it), and gives it back unless its answer is the 401 of a wrong, expired or
- * unknown code: a right code, a malformed request or an account's own throttle spends nothing of it.
- * Once it is used up every code try answers 429 until the hour is over, and `failed_code_budget_exhausted`
- * is logged for an operator to alert on.
+ * unknown code. Once the budget is used up, a wrong code answers 429 instead of 401 until the hour is
+ * over, but a right code with tries left on its own request still succeeds: the budget must never turn
+ * into a way to lock every user out. `failed_code_budget_exhausted` is logged for an operator to alert on.
  */
 const NAME = "failed_code_tries";
 
@@ -22,11 +22,13 @@ export const codeTryBudget = createMiddleware<AppEnv>(async (c, next) => {
   const now = Date.now();
   const limit = config.failedCodeHourlyLimit;
   const [[claim], [state]] = await db.batch([claimWindow(db, NAME, limit, now), windowState(db, NAME)]);
-  if (!claim) {
-    log.warn("failed_code_budget_exhausted", { limit, windowStart: state?.start });
-    setRetryAfter(c, waitFor(state, limit, now));
-    return c.text(AuthMessage.codeBudgetExhausted, 429);
-  }
+  if (!claim) log.warn("failed_code_budget_exhausted", { limit, windowStart: state?.start });
   await next();
-  if (c.res.status !== 401) await releaseWindow(db, NAME, claim.windowStart);
+  // A wrong code's 401 carries no WWW-Authenticate: that one belongs to a missing or dead access token.
+  const wrongCode = c.res.status === 401 && !c.res.headers.has("WWW-Authenticate");
+  if (claim && !wrongCode) await releaseWindow(db, NAME, claim.windowStart);
+  if (!claim && wrongCode) {
+    c.res = c.text(AuthMessage.codeBudgetExhausted, 429);
+    setRetryAfter(c, waitFor(state, limit, now));
+  }
 });
