@@ -35,6 +35,12 @@ export interface Config {
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
   /**
+   * APP_URL: the app's own web address (no trailing slash), for the links in mails: a reset mail links to
+   * `<APP_URL>/reset-password?…`, an e-mail change notice to `<APP_URL>/revert-email-change?…`. Undefined:
+   * reset mails carry the code and request id only, and the notice links to the API's own page.
+   */
+  appUrl: string | undefined;
+  /**
    * LOG_REQUESTS: which answers get a `request` log line. "errors" (the default): those with a status of 400
    * or more; "all": every answer. Workers Logs records every invocation (method, URL, status, time) anyway.
    */
@@ -75,6 +81,22 @@ function nonEmpty(raw: string | undefined): string | undefined {
   return raw === undefined || raw.trim() === "" ? undefined : raw.trim();
 }
 
+/** An absolute http(s) URL without a query, fragment or trailing slash, or undefined when unset. */
+function appUrl(raw: string | undefined): string | undefined {
+  const value = nonEmpty(raw);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError("APP_URL must be an absolute http(s) URL");
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.search !== "" || url.hash !== "") {
+    throw new ConfigError("APP_URL must be an absolute http(s) URL without a query or fragment");
+  }
+  return value.replace(/\/+$/, "");
+}
+
 /** Reads and checks every setting in one place. */
 export function readConfig(env: Env & OptionalSecrets): Config {
   const mailEmail = nonEmpty(env.MAIL_EMAIL);
@@ -90,6 +112,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
+    appUrl: appUrl(env.APP_URL),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")
       .map((origin) => origin.trim())

@@ -330,9 +330,17 @@ export const CodePrefix = {
   emailChange: "Your email change confirmation code is: ",
 } as const;
 
-/** The 6-digit code of a text that is `<prefix><code>`, if it is one. */
+/** The 6-digit code of a text whose first line is `<prefix><code>`, if it is one. */
 function codeAfter(prefix: string, text: string): string | undefined {
-  return text.startsWith(prefix) && /^\d{6}$/.test(text.slice(prefix.length)) ? text.slice(prefix.length) : undefined;
+  const line = text.split("\n")[0]!;
+  return line.startsWith(prefix) && /^\d{6}$/.test(line.slice(prefix.length)) ? line.slice(prefix.length) : undefined;
+}
+
+/** The request id a reset mail carries beside its code. */
+export function requestIdIn(mail: ParsedMail | undefined): string {
+  const id = /^Its request id is: ([A-Za-z0-9_-]{22})$/m.exec(mail?.text ?? "")?.[1];
+  if (!id) throw new Error(`no request id in mail: ${mail?.text}`);
+  return id;
 }
 
 /** The codes of every mail to `address` whose text is `<prefix><code>`, oldest first. */

@@ -23,8 +23,20 @@ export function sendVerificationCode(mailer: Mailer, to: string, code: string): 
   return sendEmail(mailer, { to, subject: "Verify Your Email Address", text: `Your verification code is: ${code}` }, "verification");
 }
 
-export function sendPasswordResetCode(mailer: Mailer, to: string, code: string): Promise<void> {
-  return sendEmail(mailer, { to, subject: "Reset Your Password", text: `Your password reset code is: ${code}` }, "password_reset");
+/**
+ * A reset code, with the request id it is bound to: whoever asked for it, the mailbox's owner has all a
+ * reset needs (the one who asked has neither the code nor more than its 5 tries). With APP_URL, one link
+ * carries both.
+ */
+export function sendPasswordResetCode(mailer: Mailer, to: string, code: string, requestId: string, appUrl: string | undefined): Promise<void> {
+  const link = appUrl && `${appUrl}/reset-password?${new URLSearchParams({ email: to, request_id: requestId, code }).toString()}`;
+  const text = [
+    `Your password reset code is: ${code}`,
+    `Its request id is: ${requestId}`,
+    link ? `Set a new password here: ${link}` : "Send both with a new password to reset it (POST /auth/reset-password).",
+    "If you did not ask for this, ignore this mail: your password stays as it is.",
+  ].join("\n");
+  return sendEmail(mailer, { to, subject: "Reset Your Password", text }, "password_reset");
 }
 
 export function sendPasswordChangedNotice(mailer: Mailer, to: string): Promise<void> {
@@ -38,12 +50,16 @@ export function sendEmailChangeCode(mailer: Mailer, to: string, code: string): P
   return sendEmail(mailer, { to, subject: "Confirm Your New Email Address", text }, "email_change");
 }
 
-/** To the old address, once the change is done: with the token that undoes it (see email-revert.ts). */
-export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: string, revertToken: string): Promise<void> {
+/**
+ * To the old address, once the change is done: a link that undoes it (APP_URL's page, or the API's own:
+ * account/email-revert.ts), and the token itself for apps.
+ */
+export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: string, undo: { link: string; token: string }): Promise<void> {
   const text = [
     `The email address of your account was changed to ${maskEmail(newEmail)}.`,
-    `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days with this revert token: ${revertToken}`,
-    "(POST /auth/revert-email-change); it also signs out every session and clears the password, which you then set again with forgot-password.",
+    `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days: ${undo.link}`,
+    "Undoing it also signs out every session and clears the password, which you then set again with forgot-password.",
+    `Apps undo it with POST /auth/revert-email-change and this revert token: ${undo.token}`,
   ].join("\n");
   return sendEmail(mailer, { to, subject: "Your Email Address Was Changed", text }, "email_changed");
 }

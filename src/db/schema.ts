@@ -20,6 +20,9 @@ export const users = sqliteTable("users", {
   // cleared): a sign-in opens its session only while the epoch is still the one it read with its proof, so
   // one racing a password change starts nothing, whatever the method (auth/session/gate.ts).
   signInEpoch: integer("sign_in_epoch").notNull().default(0),
+  // When the password was last set, changed, reset or cleared (0: at registration): device tokens issued
+  // before it still mark their device, but share one small allowance of failures (auth/session/devices.ts).
+  passwordChangedAt: integer("password_changed_at").notNull().default(0),
 });
 
 /** What a one-time code proves when it is entered. */

@@ -1,5 +1,4 @@
-import { sha256 } from "../lib/crypto";
-import { base64 } from "../lib/encoding";
+import { inlinePagePolicy } from "../lib/page";
 
 /**
  * GET /docs: an interactive reference built in the browser from /openapi.json. Self-contained (no CDN,
@@ -146,33 +145,10 @@ export const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
-/** The text of the page's one inline `<style>` or `<script>`, as a browser hashes it. */
-function inlineText(tag: "style" | "script"): string {
-  const start = DOCS_HTML.indexOf(`<${tag}>`) + `<${tag}>`.length;
-  return DOCS_HTML.slice(start, DOCS_HTML.indexOf(`</${tag}>`, start));
-}
-
-const hashSource = async (text: string) => `'sha256-${base64(await sha256(text))}'`;
-
-let policy: Promise<string> | undefined;
-
 /**
  * The page's Content-Security-Policy: its own inline style and script, named by their SHA-256, and nothing
- * else but requests to this origin (the document and the forms' calls) and its empty `data:` icon. A
- * script injected into the page would not run, nor send the token pasted into it anywhere. Worked out once
- * per isolate, from the page itself.
+ * else but requests to this origin (the document and the forms' calls) and its empty `data:` icon (lib/page.ts).
  */
 export function docsContentSecurityPolicy(): Promise<string> {
-  policy ??= (async () =>
-    [
-      "default-src 'none'",
-      `script-src ${await hashSource(inlineText("script"))}`,
-      `style-src ${await hashSource(inlineText("style"))}`,
-      "connect-src 'self'",
-      "img-src data:",
-      "base-uri 'none'",
-      "form-action 'none'",
-      "frame-ancestors 'none'",
-    ].join("; "))();
-  return policy;
+  return inlinePagePolicy(DOCS_HTML);
 }

@@ -24,8 +24,9 @@ afterEach(() => {
 /** The notice to the old address, with its revert token. */
 const REVERT_NOTICE = new RegExp(
   "^The email address of your account was changed to n\\*\\*\\*@example\\.com\\.\\n" +
-    "If this was not you, undo the change within 7 days with this revert token: [A-Za-z0-9_-]{22}\\n" +
-    "\\(POST /auth/revert-email-change\\); it also signs out every session and clears the password, which you then set again with forgot-password\\.$",
+    "If this was not you, undo the change within 7 days: http://api\\.test/auth/revert-email-change\\?token=[A-Za-z0-9_-]{22}\\n" +
+    "Undoing it also signs out every session and clears the password, which you then set again with forgot-password\\.\\n" +
+    "Apps undo it with POST /auth/revert-email-change and this revert token: [A-Za-z0-9_-]{22}$",
 );
 
 describe("holdRequest (the helper the race tests rely on)", () => {

@@ -6,6 +6,7 @@ import {
   account,
   bearer,
   call,
+  callWithEnv,
   count,
   confirmEmailChange,
   emailChangeCode,
@@ -154,6 +155,32 @@ describe("POST /auth/revert-email-change", () => {
     const answer = (await (await login(owner, NEW_PASSWORD)).json()) as Record<string, unknown>;
     expect(answer).toHaveProperty("token");
     expect(answer).not.toHaveProperty("mfa_required");
+  });
+
+  it("links the notice to the API's own undo page, which changes nothing when opened and undoes the change with its button", async () => {
+    const { owner, revertToken } = await hijacked();
+    const [notice] = await mailsWithSubject(owner, "Your Email Address Was Changed");
+    const link = new URL(/undo the change within 7 days: (\S+)$/m.exec(notice!.text)![1]!);
+    expect(link.searchParams.get("token")).toBe(revertToken);
+    const page = await call("GET", `${link.pathname}${link.search}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=UTF-8");
+    expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/);
+    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(await page.text()).toContain('fetch("revert-email-change", { method: "POST"');
+    // Opening it (as a mail scanner would) changed nothing.
+    expect(await count("SELECT count(*) AS n FROM email_change_reverts WHERE old_email = ?", owner)).toBe(1);
+    expect((await revert(revertToken)).status).toBe(200);
+  });
+
+  it("links the notice to APP_URL's page when it is set, and keeps the token for apps", async () => {
+    const owner = await account();
+    const { token } = await logIn(owner);
+    const code = await emailChangeCode(owner, token, randomEmail("new"));
+    expect((await callWithEnv({ APP_URL: "https://app.example.com" }, "POST", "/auth/confirm-email-change", { token: code }, bearer(token))).status).toBe(200);
+    const [notice] = await mailsWithSubject(owner, "Your Email Address Was Changed");
+    const revertToken = await revertTokenMailed(owner);
+    expect(notice!.text).toContain(`undo the change within 7 days: https://app.example.com/revert-email-change?token=${revertToken}`);
   });
 
   it("mails the address it takes the account from (F9)", async () => {

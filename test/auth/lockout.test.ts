@@ -6,7 +6,7 @@ import { issueDeviceToken } from "../../src/auth/session/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { bearer, call, callWithEnv, CodePrefix, codesMailed, fireCron, JSON_TYPE, jsonOf, logIn, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
+import { bearer, call, callWithEnv, CodePrefix, codesMailed, fireCron, JSON_TYPE, jsonOf, logIn, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, reset, resetCode, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
@@ -135,20 +135,44 @@ describe("device tokens (POST /auth/login)", () => {
 
   it("counts an expired token for nothing", async () => {
     const email = await verifiedAccount();
-    const { id, sign_in_epoch: signInEpoch } = (await storedUser(email))!;
-    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, { id, email, signInEpoch }, Date.now() - 181 * DAY);
+    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, { id: (await storedUser(email))!.id, email }, Date.now() - 181 * DAY);
     expect(tally(await wrongLogins(email, 11, expired))).toEqual({ 401: 10, 429: 1 });
     expect((await loginFrom(email, PASSWORD, expired)).status).toBe(429);
   });
 
-  it("counts a token from before a password change for nothing: a new password ends every device token", async () => {
+  it("keeps a device's token across a password change (F11): the device that changed it logs in with it while the address is locked", async () => {
     const email = await verifiedAccount();
     const { device_token: device, token } = await loggedIn(email);
     const change = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, bearer(token));
     expect(change.status).toBe(200);
-    expect(tally(await wrongLogins(email, 12, device))).toEqual({ 401: 10, 429: 2 });
-    expect(await textOf(await loginFrom(email, NEW_PASSWORD, device))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
-    expect(await deviceRow(device)).toBeNull();
+    expect(tally(await wrongLogins(email, 12))).toEqual({ 401: 10, 429: 2 });
+    const again = await loginFrom(email, NEW_PASSWORD, device);
+    expect(again.status).toBe(200);
+    expect(deviceIdOf(v.parse(LoginAnswer, await again.json()).device_token)).toBe(deviceIdOf(device));
+  });
+
+  it("keeps a device's token across a reset, judged on that device's own failures", async () => {
+    const email = await verifiedAccount();
+    const { device_token: device } = await loggedIn(email);
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    expect(tally(await wrongLogins(email, 12))).toEqual({ 401: 10, 429: 2 });
+    expect(tally(await wrongLogins(email, 6, device))).toEqual({ 401: 5, 429: 1 });
+    expect(await deviceRow(device)).toMatchObject({ failures: 5 });
+  });
+
+  it("gives the tokens issued before a password change 10 failures an hour together: 30 wrong passwords from 6 gathered tokens, 20 checked", async () => {
+    const email = await verifiedAccount();
+    // Someone who knew the old password gathered a token per login.
+    const gathered: string[] = [];
+    for (let i = 0; i < 6; i++) gathered.push((await loggedIn(email)).device_token);
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    const owners = v.parse(LoginAnswer, await (await loginFrom(email, NEW_PASSWORD)).json()).device_token;
+
+    const answers = await Promise.all(gathered.flatMap((device) => Array.from({ length: 5 }, () => loginFrom(email, "wrong password", device))));
+    // 10 judged on their devices' runs, 10 on the address's (the tenth locks it), the rest refused.
+    expect(tally(answers)).toEqual({ 401: 20, 429: 10 });
+    // The owner's device, which signed in since the reset, is judged on its own failures and gets in.
+    expect((await loginFrom(email, NEW_PASSWORD, owners)).status).toBe(200);
   });
 
   it("answers a login without device_token as before, with device_token added to the 200", async () => {

@@ -4,7 +4,15 @@ import { AuthMessage } from "../../src/auth/messages";
 import { maskEmail } from "../../src/lib/log";
 import { MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, CodePrefix, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
+import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, CodePrefix, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, requestIdIn, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
+
+/** A reset mail: the code, the request id it is bound to, what to do with them (no APP_URL in tests), and the reassurance. */
+const RESET_MAIL = new RegExp(
+  "^Your password reset code is: \\d{6}\\n" +
+    "Its request id is: [A-Za-z0-9_-]{22}\\n" +
+    "Send both with a new password to reset it \\(POST /auth/reset-password\\)\\.\\n" +
+    "If you did not ask for this, ignore this mail: your password stays as it is\\.$",
+);
 
 /**
  * Account recovery (forgot and reset password, src/auth/recovery.ts), through the deployed app's fetch
@@ -41,7 +49,7 @@ describe("POST /auth/forgot-password", () => {
 
     const mails = await awaitMails(email, Subject.reset);
     expect(mails).toEqual([
-      { from: "Notes API Test <sender@notes.test>", subject: Subject.reset, text: expect.stringMatching(/^Your password reset code is: \d{6}$/) },
+      { from: "Notes API Test <sender@notes.test>", subject: Subject.reset, text: expect.stringMatching(RESET_MAIL) },
     ]);
     const code = codeIn(mails[0], CodePrefix.reset);
     const stored = await storedReset(email);
@@ -337,6 +345,37 @@ describe("POST /auth/reset-password", () => {
     [{ email: "a@example.com", token: "123456", password: NEW_PASSWORD, request_id: 7 }, "Request id must be a string."],
   ])("answers 400 plain text for %j", async (body, message) => {
     expect(await textOf(await call("POST", "/auth/reset-password", body))).toEqual({ status: 400, type: TEXT, body: message });
+  });
+});
+
+describe("a reset asked for by someone else (F10)", () => {
+  it("serves the mailbox's owner: the mail carries the code and its request id, so the owner resets with a request the attacker made", async () => {
+    const email = await account();
+    await pastCooldown(email);
+    // The attacker asks, from their own client: they get a request id, never the code.
+    const asked = await callWithEnv({}, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": "203.0.113.7" });
+    const { request_id: attackersRequest } = (await asked.json()) as { request_id: string };
+    const [mail] = await awaitMails(email, Subject.reset);
+    expect(requestIdIn(mail)).toBe(attackersRequest);
+    // The owner, from another device, with nothing but the mail.
+    expect(await textOf(await reset(email, codeIn(mail, CodePrefix.reset), NEW_PASSWORD, requestIdIn(mail)))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
+    expect((await login(email, NEW_PASSWORD)).status).toBe(200);
+  });
+
+  it("puts code, request id and address in one link to APP_URL's page when it is set", async () => {
+    const email = await account();
+    await pastCooldown(email);
+    const asked = await callWithEnv({ APP_URL: "https://app.example.com/" }, "POST", "/auth/forgot-password", { email });
+    const { request_id: requestId } = (await asked.json()) as { request_id: string };
+    const [mail] = await awaitMails(email, Subject.reset);
+    const code = codeIn(mail, CodePrefix.reset);
+    const link = new URL(/^Set a new password here: (\S+)$/m.exec(mail!.text)![1]!);
+    expect(`${link.origin}${link.pathname}`).toBe("https://app.example.com/reset-password");
+    expect(Object.fromEntries(link.searchParams)).toEqual({ email, request_id: requestId, code });
   });
 });
 

@@ -14,7 +14,7 @@ import { AuthMessage } from "../messages";
 import { accountErrors, bearer, passwordChecked } from "../openapi";
 import { ChangeEmailBody, ConfirmEmailChangeBody } from "../schemas";
 import { callerAccount, reauthenticate } from "../session/step-up";
-import { newRevertToken } from "./email-revert";
+import { newRevertToken, undoLink } from "./email-revert";
 import { addressHeld, switchEmail } from "./store";
 
 /**
@@ -168,7 +168,7 @@ export const emailChange = new Hono<AppEnv>()
         return (await addressHeld(db, newEmail, Date.now(), caller.userId)) ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, revert.token);
+      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, { link: undoLink(c.var.config.appUrl, c.req.url, revert.token), token: revert.token });
       return c.text(AuthMessage.emailChanged, 200);
     },
   );

@@ -4,10 +4,13 @@ import { badJson, describeRoute, text } from "../../lib/describe";
 import { base64url } from "../../lib/encoding";
 import { maskEmail } from "../../lib/log";
 import { DAY } from "../../lib/units";
+import { inlinePagePolicy } from "../../lib/page";
+import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../../lib/security-headers";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { mailerOf, sendEmailChangeRevertedNotice } from "../mails";
 import { AuthMessage } from "../messages";
+import { REVERT_PAGE_HTML } from "./revert-page";
 import { accountErrors, accountsTag } from "../openapi";
 import { RevertEmailChangeBody } from "../schemas";
 import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
@@ -23,13 +26,33 @@ import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
  * 7 days: docs/accounts.md.
  */
 
+/** The link of a notice that undoes the change: APP_URL's page when set, else the API's own (below), on the request's origin. */
+export function undoLink(appUrl: string | undefined, requestUrl: string, token: string): string {
+  const base = appUrl ?? `${new URL(requestUrl).origin}/auth`;
+  return `${base}/revert-email-change?${new URLSearchParams({ token }).toString()}`;
+}
+
 /** A new revert token, and what is stored of it. */
 export async function newRevertToken(): Promise<{ token: string; tokenHash: string }> {
   const token = base64url(crypto.getRandomValues(new Uint8Array(16)));
   return { token, tokenHash: await sha256Hex(token) };
 }
 
-export const emailRevert = new Hono<AppEnv>().post(
+export const emailRevert = new Hono<AppEnv>()
+  .get(
+    "/revert-email-change",
+    describeRoute({
+      tags: accountsTag,
+      summary: "The page the undo link of a notice opens",
+      description:
+        "An HTML page with one button that sends the link's `token` to POST /auth/revert-email-change and shows the answer. Opening it changes " +
+        "nothing (mail scanners open links). Used when APP_URL is not set.",
+      parameters: [{ name: "token", in: "query", required: false, description: "The revert token of the notice", schema: { type: "string" } }],
+      responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
+    }),
+    async (c) => c.html(REVERT_PAGE_HTML, 200, { ...DOCUMENT_SECURITY_HEADERS, [CONTENT_SECURITY_POLICY]: await inlinePagePolicy(REVERT_PAGE_HTML) }),
+  )
+  .post(
   "/revert-email-change",
   describeRoute({
     tags: accountsTag,

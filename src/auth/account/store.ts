@@ -23,14 +23,18 @@ export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
  */
 export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => BatchItem<"sqlite">[];
 
-/** Every statement that moves the account's sign-in epoch on, with the password it sets (auth/session/gate.ts). */
-const newPassword = (hash: string) => ({ password: hash, signInEpoch: sql`${users.signInEpoch} + 1` });
+/**
+ * The columns every password write sets: the password (a hash, or NO_PASSWORD), the sign-in epoch moved on
+ * (sign-ins checked against the old one open nothing: session/gate.ts) and when it changed (device tokens
+ * issued before it are stale: session/devices.ts).
+ */
+export const passwordWrite = (hash: string, now: number) => ({ password: hash, signInEpoch: sql`${users.signInEpoch} + 1`, passwordChangedAt: now });
 
 /** Sets the caller's password and ends every other session, while the caller's session is live: false when it was not. */
 export async function changePassword(db: Database, caller: AccessClaims, hash: string, now: number): Promise<boolean> {
   const live = liveSession(caller, now);
   const [changed] = await db.batch([
-    db.update(users).set(newPassword(hash)).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+    db.update(users).set(passwordWrite(hash, now)).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
     endOtherSessions(db, caller, live),
   ]);
   return changed.length > 0;
@@ -146,7 +150,7 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
     db.select({ email: users.email }).from(users).where(and(eq(users.id, userId), addressFree)),
     db
       .update(users)
-      .set({ ...newPassword(NO_PASSWORD), email: sql`${oldEmail}`, isVerified: true })
+      .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
       .where(and(eq(users.id, userId), addressFree))
       .returning({ id: users.id, email: users.email }),
     endAllSessions(db, userId, reverted),

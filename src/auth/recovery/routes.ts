@@ -57,7 +57,7 @@ export const recovery = new Hono<AppEnv>()
     const { issued, skipped } = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
-      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var), email, issued.code));
+      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var), email, issued.code, requestId, c.var.config.appUrl));
     } else if (skipped) {
       // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
       // otherwise looks like a lost mail.
@@ -105,7 +105,7 @@ export const recovery = new Hono<AppEnv>()
 
     const { userId, code } = claim;
     const passwordHash = await hashPassword(password, config.bcryptCost);
-    if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }))) return c.text(AuthMessage.invalidResetCode, 401);
+    if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }, Date.now()))) return c.text(AuthMessage.invalidResetCode, 401);
 
     log.info("password_reset", { userId, email: maskEmail(email) });
     await sendPasswordChangedNotice(mailerOf(c.var), email);

@@ -1,6 +1,7 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
 import type { Database } from "../../types";
+import { passwordWrite } from "../account/store";
 import { CODE_TTL_MS, generateCode, MAX_CODE_ATTEMPTS } from "../codes";
 import { claimResetMail, resetMailAllowance, resetMailClaimed, resetMailWait } from "../limits/mail";
 import { endAllSessions } from "../session/store";
@@ -72,13 +73,17 @@ export async function claimResetTry(db: Database, email: string, requestId: stri
  * every session and the login lock end; and last, every reset request of the account is used up. False
  * when the request was used or replaced meanwhile.
  */
-export async function resetPassword(db: Database, reset: { userId: number; email: string; requestId: string; code: string; passwordHash: string }): Promise<boolean> {
+export async function resetPassword(
+  db: Database,
+  reset: { userId: number; email: string; requestId: string; code: string; passwordHash: string },
+  now: number,
+): Promise<boolean> {
   const { userId, email, requestId, code, passwordHash } = reset;
   const stillIssued = sql`EXISTS (SELECT 1 FROM ${resetRequests} WHERE ${and(eq(resetRequests.id, requestId), eq(resetRequests.code, code))})`;
   const [done] = await db.batch([
     db
       .update(users)
-      .set({ password: passwordHash, signInEpoch: sql`${users.signInEpoch} + 1`, isVerified: true })
+      .set({ ...passwordWrite(passwordHash, now), isVerified: true })
       .where(and(eq(users.id, userId), stillIssued))
       .returning({ id: users.id }),
     endAllSessions(db, userId, stillIssued),

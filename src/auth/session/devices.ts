@@ -8,34 +8,46 @@ import { DAY, SECOND } from "../../lib/units";
  * address does not lock its owner out of the devices they use.
  *
  * A token is `<device id>.<expiry>.<MAC>`: a random device id (128 bits, base64url), its expiry in seconds
- * since the epoch, and an HMAC-SHA-256 of both, the account (its id and normalized address) and its
- * sign-in epoch, under a key derived from JWT_SECRET_KEY for this purpose alone. Nothing is stored when
- * one is issued: the MAC proves that we issued it, to this account, at this epoch. A new password (reset
- * or change) moves the epoch on and so ends every device token of the account, so tokens gathered by
- * someone who once knew the old password give no guesses at the new one. The only state is a device's run
- * of failed logins (`device_login_failures`, keyed by the device id), which exists only after a failure. A
- * token of another account, an expired, forged or garbled one, or one from an earlier epoch, counts for
+ * since the epoch, and an HMAC-SHA-256 of both and the account (its id and normalized address), under a
+ * key derived from JWT_SECRET_KEY for this purpose alone. Nothing is stored when one is issued: the MAC
+ * proves that we issued it, to this account. It marks a device, not a password: it survives a password
+ * change or reset, so the owner's devices are never thrown back onto the address's lock. But a token
+ * issued before the last password change (a *stale* one) may have been gathered by someone who knew the
+ * old password, one per login: stale tokens of an account share one small allowance of failures
+ * (STALE_DEVICE_FAILURES_PER_HOUR, claimed in the login), past which they count for nothing. The only
+ * other state is a device's run of failed logins (`device_login_failures`, keyed by the device id), which
+ * exists only after a failure. A token of another account, an expired, forged or garbled one, counts for
  * nothing: the login is judged as if it had none. Any way of signing in issues one (it marks the device,
- * whatever proved the user).
+ * whatever proved the user), and a successful sign-in renews a stale token.
  */
 
 /** A device token is good for this long after the sign-in that issued it; each sign-in renews it. */
 export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
+/** Failed logins that the stale device tokens of one account (see above) may have in an hour, together. */
+export const STALE_DEVICE_FAILURES_PER_HOUR = 10;
+
+/** The deployment window (limits/windows.ts) of the failed logins of an account's stale device tokens. */
+export const staleDevicesWindow = (userId: number) => `stale_device_failures:${userId}`;
 
 /** The account a device token is bound to. */
 export interface DeviceAccount {
   id: number;
   email: string;
-  signInEpoch: number;
 }
 
-const PURPOSE = "notes-api device token v2";
+/** A device of a valid token: its id, and when the token was issued (seconds since the epoch). */
+export interface Device {
+  id: string;
+  issuedAt: number;
+}
+
+const PURPOSE = "notes-api device token v3";
 const DEVICE_TOKEN = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;
 const encoder = new TextEncoder();
 
 function payload(deviceId: string, expiresAt: number, account: DeviceAccount): Uint8Array {
-  // The device id, the expiry and the two numbers have fixed alphabets without "\n": the parts cannot run together.
-  return encoder.encode(`${deviceId}\n${expiresAt}\n${account.id}\n${account.signInEpoch}\n${account.email}`);
+  // The device id, the expiry and the account id have fixed alphabets without "\n": the parts cannot run together.
+  return encoder.encode(`${deviceId}\n${expiresAt}\n${account.id}\n${account.email}`);
 }
 
 /** A token for the device `deviceId` (a new device when absent) of `account`. */
@@ -58,14 +70,13 @@ export function maybeDeviceToken(token: unknown, nowMs: number): token is string
 }
 
 /**
- * The device id of a token we issued to `account` at its current sign-in epoch, that has not expired;
- * undefined for anything else, including a value that is not a string at all, and for an address without
- * an account.
+ * The device of a token we issued to `account` that has not expired; undefined for anything else,
+ * including a value that is not a string at all, and for an address without an account.
  */
-export async function readDeviceToken(token: unknown, account: DeviceAccount | undefined, secret: string, nowMs: number): Promise<string | undefined> {
+export async function readDeviceToken(token: unknown, account: DeviceAccount | undefined, secret: string, nowMs: number): Promise<Device | undefined> {
   if (account === undefined || !maybeDeviceToken(token, nowMs)) return undefined;
   const [deviceId, expiry, mac] = token.split(".") as [string, string, string];
   // HMAC verification compares in constant time.
   const valid = await crypto.subtle.verify("HMAC", await macKey(secret, PURPOSE), fromBase64url(mac), payload(deviceId, Number(expiry), account));
-  return valid ? deviceId : undefined;
+  return valid ? { id: deviceId, issuedAt: Number(expiry) - DEVICE_TOKEN_TTL_SECONDS } : undefined;
 }

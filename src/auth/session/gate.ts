@@ -9,7 +9,7 @@ import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { MFA_TOKEN_TTL_MS, newChallenge } from "../mfa/challenge";
 import type { LoginJson, MfaChallengeJson, TokensJson } from "../shapes";
-import { issueDeviceToken, type DeviceAccount } from "./devices";
+import { issueDeviceToken } from "./devices";
 import { createSession, shortUserAgent } from "./store";
 
 /**
@@ -29,8 +29,15 @@ import { createSession, shortUserAgent } from "./store";
 const AMR_VALUES = ["pwd", "otp", "rec", "mfa", "hwk", "swk", "user", "fed"] as const;
 export type Amr = (typeof AMR_VALUES)[number];
 
+/** The account a proof is for, with the sign-in epoch read with the proof. */
+export interface SignInAccount {
+  id: number;
+  email: string;
+  signInEpoch: number;
+}
+
 export interface SignInProof {
-  account: DeviceAccount;
+  account: SignInAccount;
   amr: readonly Amr[];
   /** The device token's device the sign-in came from, if it sent a valid one. */
   deviceId: string | undefined;

@@ -1,4 +1,5 @@
 import { Hono, type Context } from "hono";
+import { batchOf } from "../../db/client";
 import { badJson, describeRoute, json, ref, text, throttled } from "../../lib/describe";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
@@ -9,29 +10,41 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
 import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS, loginCounter } from "../limits/login";
+import { claimSlot, releaseWindow } from "../limits/windows";
 import { AuthMessage } from "../messages";
 import { isActive, factorOf } from "../mfa/factor";
 import { accountErrors, accountsTag, bearer, bearerErrors } from "../openapi";
 import { LoginBody, RefreshBody } from "../schemas";
 import type { SessionJson } from "../shapes";
-import { maybeDeviceToken, readDeviceToken } from "./devices";
+import { maybeDeviceToken, readDeviceToken, STALE_DEVICE_FAILURES_PER_HOUR, staleDevicesWindow } from "./devices";
 import { jwtSecretOf, passGate, sessionTokens } from "./gate";
 import { accountByEmail, deviceAccount, endOtherSessionsNow, endSession, endSessionById, listSessions, REFRESH_GRACE_MS, rotateSession } from "./store";
 
 /**
- * The device a login comes from: the device id of a valid device token of the address's account. Only a
- * login that sends something shaped like one reads the account first, to know whose attempt to claim.
+ * The device a login is judged on: the device of a valid device token of the address's account (only a
+ * login that sends something shaped like one reads the account first). A stale token (issued before the
+ * last password change) also claims a slot of the account's stale-device allowance, given back by a right
+ * password; with the allowance used up it counts for nothing (see devices.ts).
  */
-async function deviceOf(c: Context<AppEnv>, email: string, token: unknown, now: number): Promise<string | undefined> {
+async function deviceOf(c: Context<AppEnv>, email: string, token: unknown, now: number): Promise<{ id: string; stale?: { window: string; windowStart: number } } | undefined> {
   if (!maybeDeviceToken(token, now)) return undefined;
-  return readDeviceToken(token, await deviceAccount(c.var.db, email), jwtSecretOf(c), now);
+  const { db } = c.var;
+  const account = await deviceAccount(db, email);
+  const device = await readDeviceToken(token, account, jwtSecretOf(c), now);
+  if (!device || !account) return undefined;
+  // Token expiries have whole seconds: a token of the very second of the change counts as issued after it.
+  if (device.issuedAt >= Math.floor(account.passwordChangedAt / SECOND)) return { id: device.id };
+  const window = staleDevicesWindow(account.id);
+  const slot = await claimSlot(db, window, STALE_DEVICE_FAILURES_PER_HOUR, now);
+  return "waitMs" in slot ? undefined : { id: device.id, stale: { window, windowStart: slot.windowStart } };
 }
 
 /** A password login: the attempt claimed before bcrypt, then the gate. */
 async function passwordLogin(c: Context<AppEnv>, email: string, password: string, deviceToken: string | undefined) {
   const { config, db, log } = c.var;
   const now = Date.now();
-  const deviceId = await deviceOf(c, email, deviceToken, now);
+  const device = await deviceOf(c, email, deviceToken, now);
+  const deviceId = device?.id;
   const counter = loginCounter(db, email, deviceId, now);
 
   // One round trip: claim the attempt (before bcrypt, see claimLogin), read the account, and read the
@@ -45,13 +58,14 @@ async function passwordLogin(c: Context<AppEnv>, email: string, password: string
   // The password is checked first: an unverified account with a wrong password is a 401, not a 403.
   // A failure needs no further write: the claim has counted it.
   if (!(await verifyPassword(password, user?.password, config.bcryptCost)) || !user) return c.text(AuthMessage.invalidCredentials, 401);
-  // The right password ends the run of attempts.
+  // The right password ends the run of attempts, and gives back a stale device's slot.
+  const release = [counter.release(claim.lockedUntil), ...(device?.stale ? [releaseWindow(db, device.stale.window, device.stale.windowStart)] : [])];
   if (!user.isVerified) {
-    await counter.release(claim.lockedUntil);
+    await batchOf(db, release);
     return c.text(AuthMessage.notVerified, 403);
   }
   const proof = { account: { id: user.id, email, signInEpoch: user.signInEpoch }, amr: ["pwd"] as const, deviceId, factorDue: isActive(factorOf(user)) };
-  return passGate(c, proof, [counter.release(claim.lockedUntil)]);
+  return passGate(c, proof, release);
 }
 
 /** Sessions: log in, refresh, log out, and the caller's list of sessions (devices). */

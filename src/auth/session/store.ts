@@ -33,9 +33,9 @@ export function accountByEmail(db: Database, email: string) {
     .where(eq(users.email, email));
 }
 
-/** What a device token is checked against: the account of the address, if any. */
-export async function deviceAccount(db: Database, email: string): Promise<{ id: number; email: string; signInEpoch: number } | undefined> {
-  const [account] = await db.select({ id: users.id, email: users.email, signInEpoch: users.signInEpoch }).from(users).where(eq(users.email, email));
+/** What a device token is checked against: the account of the address, if any, and when its password last changed. */
+export async function deviceAccount(db: Database, email: string): Promise<{ id: number; email: string; passwordChangedAt: number } | undefined> {
+  const [account] = await db.select({ id: users.id, email: users.email, passwordChangedAt: users.passwordChangedAt }).from(users).where(eq(users.email, email));
   return account;
 }
 
