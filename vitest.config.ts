@@ -39,6 +39,7 @@ export default defineConfig(async () => {
               // tests the budget on a database of its own (MAIL_DB).
               MAIL_HOURLY_LIMIT: "1000000",
               MAIL_DAILY_LIMIT: "1000000",
+              MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "1000000",
             },
           },
         };

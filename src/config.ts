@@ -32,6 +32,8 @@ export interface Config {
   /** MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT: mails the whole service may send in an hour, and in a day. */
   mailHourlyLimit: number;
   mailDailyLimit: number;
+  /** MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: mails to unverified addresses one client may cause in an hour. */
+  mailUnverifiedClientHourlyLimit: number;
   /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
   corsOrigins: string[];
   /**
@@ -111,6 +113,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
+    mailUnverifiedClientHourlyLimit: intSetting("MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT", env.MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT, 10, 1, 1_000_000_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
     corsOrigins: (env.CORS_ORIGINS ?? "")

@@ -1,5 +1,6 @@
 import { Hono, type Context } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
+import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
 import { MINUTE } from "../../lib/units";
@@ -59,7 +60,7 @@ async function mailChangeCode(c: Context<CallerEnv>, newEmail: string) {
     return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
   }
   log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
-  await sendEmailChangeCode(mailerOf(c.var), newEmail, issued.code);
+  await sendEmailChangeCode(mailerOf(c.var, clientKey(c)), newEmail, issued.code);
   return c.text(AuthMessage.emailChangeSent, 200);
 }
 

@@ -54,10 +54,11 @@ export const recovery = new Hono<AppEnv>()
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
     // timing tells whether the address has an account.
     const requestId = randomId();
-    const { issued, skipped } = await requestResetCode(db, email, clientKey(c), requestId, Date.now());
+    const client = clientKey(c);
+    const { issued, skipped } = await requestResetCode(db, email, client, requestId, Date.now());
     if (issued) {
       log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
-      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var), email, issued.code, requestId, c.var.config.appUrl));
+      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var, client), { email, verified: issued.verified }, issued.code, requestId, c.var.config.appUrl));
     } else if (skipped) {
       // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
       // otherwise looks like a lost mail.

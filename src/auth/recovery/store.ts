@@ -37,10 +37,10 @@ export async function requestResetCode(db: Database, email: string, client: stri
           .where(and(eq(users.email, email), resetMailClaimed(email, requestId))),
       )
       .returning({ userId: resetRequests.userId, code: resetRequests.code }),
-    db.select({ id: users.id }).from(users).where(eq(users.email, email)),
+    db.select({ id: users.id, isVerified: users.isVerified }).from(users).where(eq(users.email, email)),
     resetMailAllowance(db, email, client),
   ]);
-  if (issued) return { issued };
+  if (issued) return { issued: { ...issued, verified: account?.isVerified ?? false } };
   return { skipped: account ? resetMailWait(allowances, client, now) : undefined };
 }
 

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
+import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
 import { hashPassword } from "../../lib/password";
@@ -45,7 +46,7 @@ export const registration = new Hono<AppEnv>()
     const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
     if (!created) return c.text(AuthMessage.userExists, 409);
     log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-    if (created.code) await sendVerificationCode(mailerOf(c.var), email, created.code);
+    if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
     return c.text(AuthMessage.userCreated, 201);
   })
 
@@ -75,7 +76,7 @@ export const registration = new Hono<AppEnv>()
     // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
     // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
     // contract's order: the mail goes before its 201.)
-    c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var), email, issued.code));
+    c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var, clientKey(c)), email, issued.code));
     return c.text(AuthMessage.resendAccepted, 200);
   })
 
