@@ -43,6 +43,11 @@ export interface Config {
    */
   appUrl: string | undefined;
   /**
+   * Cloudflare Turnstile, when TURNSTILE_SECRET_KEY is set: the secret, and where tokens are checked
+   * (TURNSTILE_VERIFY_URL, Cloudflare's siteverify unless set). Undefined: no Turnstile.
+   */
+  turnstile: { secret: string; verifyUrl: string } | undefined;
+  /**
    * LOG_REQUESTS: which answers get a `request` log line. "errors" (the default): those with a status of 400
    * or more; "all": every answer. Workers Logs records every invocation (method, URL, status, time) anyway.
    */
@@ -57,6 +62,8 @@ export interface OptionalSecrets {
   MFA_ENCRYPTION_KEY?: string;
   /** The MFA_ENCRYPTION_KEY before the last rotation, while boxes sealed under it remain. */
   MFA_ENCRYPTION_KEY_PREVIOUS?: string;
+  /** Cloudflare Turnstile's secret: with it, register, resend and forgot-password need a Turnstile token. */
+  TURNSTILE_SECRET_KEY?: string;
 }
 
 /** A setting that is present but unusable; reported as a 500 with a log line naming it. */
@@ -99,6 +106,17 @@ function appUrl(raw: string | undefined): string | undefined {
   return value.replace(/\/+$/, "");
 }
 
+/** Turnstile's siteverify endpoint. */
+const TURNSTILE_VERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+
+function turnstileOf(env: Env & OptionalSecrets): Config["turnstile"] {
+  const secret = nonEmpty(env.TURNSTILE_SECRET_KEY);
+  if (secret === undefined) return undefined;
+  const verifyUrl = nonEmpty(env.TURNSTILE_VERIFY_URL) ?? TURNSTILE_VERIFY_URL;
+  if (!URL.canParse(verifyUrl)) throw new ConfigError("TURNSTILE_VERIFY_URL must be an absolute URL");
+  return { secret, verifyUrl };
+}
+
 /** Reads and checks every setting in one place. */
 export function readConfig(env: Env & OptionalSecrets): Config {
   const mailEmail = nonEmpty(env.MAIL_EMAIL);
@@ -116,6 +134,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     mailUnverifiedClientHourlyLimit: intSetting("MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT", env.MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT, 10, 1, 1_000_000_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
+    turnstile: turnstileOf(env),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")
       .map((origin) => origin.trim())

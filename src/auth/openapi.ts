@@ -46,5 +46,11 @@ export const passwordChecked = {
 
 export const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
 
+/** The answers of an endpoint behind Turnstile, when TURNSTILE_SECRET_KEY is set (limits/turnstile.ts). */
+export const turnstileAnswers = {
+  "403": text("Turnstile refused the token (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileFailed),
+  "503": text("Turnstile could not be reached (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileUnavailable),
+};
+
 /** A new pair of tokens, as a refresh answers. */
 export const tokensAnswer: Json = { description: "A new pair of tokens", content: { "application/json": { schema: ref("Tokens") } } };

@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, normalizePassword, passwordBytes } from "../lib/password";
 import { KiB } from "../lib/units";
 import { body, requiredString } from "../lib/validation";
+import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
 
 /** The request body of each accounts endpoint: validation, OpenAPI and client types come from these. */
@@ -77,9 +78,15 @@ function code(required: string, notString: string) {
   );
 }
 
+/** The Cloudflare Turnstile token, where TURNSTILE_SECRET_KEY asks for one (limits/turnstile.ts). */
+const turnstileToken = v.optional(
+  v.pipe(v.string(AuthMessage.turnstileRequired), v.description("Cloudflare Turnstile's token, when the service asks for one (TURNSTILE_SECRET_KEY); may also come as a header.")),
+);
+
 export const RegisterBody = body({
   email: accountEmail(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
   password: newPassword(AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings),
+  [TURNSTILE_FIELD]: turnstileToken,
 });
 
 export const LoginBody = body({
@@ -105,10 +112,12 @@ export const VerifyEmailBody = body({
 
 export const ResendVerificationBody = body({
   email: lookupEmail(AuthMessage.emailRequired, AuthMessage.emailString),
+  [TURNSTILE_FIELD]: turnstileToken,
 });
 
 export const ForgotPasswordBody = body({
   email: lookupEmail(AuthMessage.emailRequired, AuthMessage.emailString),
+  [TURNSTILE_FIELD]: turnstileToken,
 });
 
 export const ResetPasswordBody = body({

@@ -13,7 +13,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
-import type { ReceivedMail, SmtpFixture, SmtpPeer } from "./types.ts";
+import { TURNSTILE_TEST_SECRET, type ReceivedMail, type SmtpFixture, type SmtpPeer } from "./types.ts";
 
 const HOST = "127.0.0.1";
 
@@ -194,6 +194,7 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
   ports.refused = await listen(probe);
   await new Promise<void>((resolve) => probe.close(() => resolve()));
 
+  const turnstileForms: Record<string, string>[] = [];
   const inspect = createHttpServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://${HOST}`);
     res.setHeader("content-type", "application/json");
@@ -204,6 +205,18 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
       res.end(JSON.stringify(connections));
     } else if (url.pathname === "/commands") {
       res.end(JSON.stringify(commands[url.searchParams.get("peer") as SmtpPeer] ?? []));
+    } else if (url.pathname === "/turnstile/siteverify" && req.method === "POST") {
+      // A Turnstile verifier for the tests: the token "pass" with the test's secret succeeds; every form is recorded.
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        const form = new URLSearchParams(body);
+        turnstileForms.push(Object.fromEntries(form));
+        const success = form.get("secret") === TURNSTILE_TEST_SECRET && form.get("response") === "pass";
+        res.end(JSON.stringify(success ? { success } : { success, "error-codes": ["invalid-input-response"] }));
+      });
+    } else if (url.pathname === "/turnstile/forms") {
+      res.end(JSON.stringify(turnstileForms));
     } else {
       res.statusCode = 404;
       res.end("{}");

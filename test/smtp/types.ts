@@ -28,3 +28,6 @@ export type SmtpFixture = {
   ports: Record<SmtpPeer, number>;
   inspectUrl: string;
 };
+
+/** The secret the tests' Turnstile verifier (on the inspection server, /turnstile/siteverify) accepts with the token "pass". */
+export const TURNSTILE_TEST_SECRET = "turnstile-test-secret";

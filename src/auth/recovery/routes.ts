@@ -10,9 +10,10 @@ import type { AppEnv } from "../../types";
 import { CODE_TTL_MS, codesMatch, MAX_CODE_ATTEMPTS } from "../codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR } from "../limits/mail";
+import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
 import { mailerOf, sendPasswordChangedNotice, sendPasswordResetCode } from "../mails";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag, passwordRules } from "../openapi";
+import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { ForgotPasswordBody, ResetPasswordBody } from "../schemas";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
 
@@ -42,13 +43,16 @@ export const recovery = new Hono<AppEnv>()
             request_id: { type: "string", description: "Opaque; send it to POST /auth/reset-password with the code this request mailed" },
           },
         }),
-        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, AuthMessage.turnstileRequired, ...badJson),
+        ...turnstileAnswers,
         ...accountErrors,
       },
     }),
     jsonBody(ForgotPasswordBody), async (c) => {
-    const { email } = c.req.valid("json");
+    const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
     const { db, log } = c.var;
+    const refused = await turnstileRefusal(c, turnstileToken);
+    if (refused) return refused;
 
     // A request id for every address (unknown, unverified, verified, or out of mail allowance), one round
     // trip whatever the address, and the mail goes out after the answer: neither the answer nor its

@@ -10,9 +10,10 @@ import type { AppEnv } from "../../types";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimCodeAttempt, CODE_TRIES_PER_HOUR, CODE_TTL_MS, codesMatch, codeToMail, MAX_CODE_ATTEMPTS } from "../codes";
 import { MAILS_PER_HOUR } from "../limits/mail";
+import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
 import { mailerOf, sendVerificationCode } from "../mails";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag, passwordRules } from "../openapi";
+import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../schemas";
 import { createAccount, markVerified } from "./store";
 
@@ -34,14 +35,18 @@ export const registration = new Hono<AppEnv>()
           AuthMessage.emailAndPasswordStrings,
           AuthMessage.invalidEmail,
           ...passwordRules,
+          AuthMessage.turnstileRequired,
         ),
         "409": text("E-mail already registered", AuthMessage.userExists),
+        ...turnstileAnswers,
         ...accountErrors,
       },
     }),
     jsonBody(RegisterBody), async (c) => {
-    const { email, password } = c.req.valid("json");
+    const { email, password, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
     const { config, db, log } = c.var;
+    const refused = await turnstileRefusal(c, turnstileToken);
+    if (refused) return refused;
 
     const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
     if (!created) return c.text(AuthMessage.userExists, 409);
@@ -59,14 +64,17 @@ export const registration = new Hono<AppEnv>()
       requestExample: { email: "ada@example.com" },
       responses: {
         "200": text("Accepted", AuthMessage.resendAccepted),
-        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, ...badJson),
+        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, AuthMessage.turnstileRequired, ...badJson),
+        ...turnstileAnswers,
         ...accountErrors,
         "429": throttled(text("Mail cooldown or hourly cap, or the per-client limit", AuthMessage.mailThrottled, AuthMessage.clientThrottled)),
       },
     }),
     jsonBody(ResendVerificationBody), async (c) => {
-    const { email } = c.req.valid("json");
+    const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
     const { db, log } = c.var;
+    const refused = await turnstileRefusal(c, turnstileToken);
+    if (refused) return refused;
     const now = Date.now();
 
     // Unknown and verified accounts get the same answer as a successful resend, and no mail.
