@@ -53,7 +53,7 @@ export const notesApp = new Hono<AppEnv>()
       parameters: [ifNoneMatchParameter],
       description:
         `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
-        "With `q`, a search: the notes whose title or content contain every word, best match first (a title match ranks above a content match), " +
+        "With `q`, a search: the notes whose title or content contain every word, those that match in their title first, then the newest first, " +
         `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
       responses: {
         "200": json(

@@ -76,7 +76,7 @@ export const ListQuery = v.pipe(
         v.string(),
         v.check((raw) => raw.trim() !== "", NoteMessage.searchEmpty),
         v.description(
-          'Search: the notes whose title or content contain every word (any case or accent; the last word may be the start of a word), best first. "A quoted phrase" matches as a phrase; every other character is plain text.',
+          'Search: the notes whose title or content contain every word (any case or accent; the last word may be the start of a word), title matches first, then the newest. "A quoted phrase" matches as a phrase; every other character is plain text.',
         ),
       ),
     ),

@@ -67,14 +67,13 @@ describe("GET /notes?q=", () => {
     expect(await found(search(`${word} gamma`))).toEqual([]);
   });
 
-  it("ranks a title match above a content match", async () => {
+  it("ranks the notes that match in their title first, then the newest first", async () => {
     const word = uniqueWord();
     const inContent = await create("Plans", `We talked about the ${word} today.`);
+    const olderInTitle = await create(`The ${word}`, "Some text.");
     const manyTimesInContent = await create("Notes", `${word} ${word} ${word} ${word} ${word}`);
-    const inTitle = await create(`The ${word}`, "Some text.");
-    const ranked = await found(search(word));
-    expect(ranked[0]).toBe(inTitle.id);
-    expect(ranked.slice(1).sort()).toEqual([inContent.id, manyTimesInContent.id].sort());
+    const newerInTitle = await create(`${word} again`, `and ${word} in the content too`);
+    expect(await found(search(word))).toEqual([newerInTitle.id, olderInTitle.id, manyTimesInContent.id, inContent.id]);
   });
 
   it("ignores case and accents", async () => {
@@ -171,9 +170,10 @@ describe("GET /notes?q=", () => {
 
   it("pages with limit and a Link to the next page, in rank order, each note once", async () => {
     const word = uniqueWord();
-    // Five notes whose rank falls with the title's length, so the order is known.
+    // Title matches first, each kind newest first: the order is known.
     const created: NoteJson[] = [];
-    for (const filler of ["", "a", "a b", "a b c", "a b c d"]) created.push(await create(`${word} ${filler}`.trim(), "x"));
+    for (const inTitle of [false, true, false, true, true]) created.push(await create(inTitle ? word : "x", inTitle ? "x" : word));
+    const ranked = [...created.filter((note) => note.title === word).reverse(), ...created.filter((note) => note.title !== word).reverse()];
 
     const pages: number[][] = [];
     let path: string | null = `/notes?q=${word}&limit=2`;
@@ -184,7 +184,7 @@ describe("GET /notes?q=", () => {
       if (pages.length === 1) expect(path).toBe(`/notes?q=${word}&limit=2&offset=2`);
     }
     expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
-    expect(pages.flat()).toEqual(created.map((note) => note.id));
+    expect(pages.flat()).toEqual(ranked.map((note) => note.id));
   });
 
   it("answers at most 20 notes without limit, with a Link to the rest", async () => {
@@ -213,7 +213,7 @@ describe("GET /notes?q=", () => {
     const word = uniqueWord();
     const big = "x ".repeat(300_000); // 600,000 bytes each: two fit in a page's 1,500,000 bytes, three do not
     const ids: number[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await create(`${word}`, big)).id);
+    for (let i = 0; i < 3; i++) ids.unshift((await create(`${word}`, big)).id);
     const first = await search(word, "&limit=10");
     expect(await found(first)).toEqual(ids.slice(0, 2));
     expect(nextLink(first)).toBe(`/notes?q=${word}&limit=10&offset=2`);
@@ -250,6 +250,23 @@ describe("GET /notes?q= with NOTES_AUTH=required", () => {
     expect(await found(searchAs(alice))).toEqual([alicesNote.id]);
     expect(await found(searchAs(bob))).toEqual([bobsNote.id]);
     expect(await jsonOf(await searchAs({}))).toEqual(error(401, "Unauthorized"));
+  });
+
+  // Corpus-wide statistics (bm25 weighs a word by how many notes of every account hold it) turned the order
+  // of one's own results into a probe of everyone else's notes: here Bob's notes would swap Alice's two.
+  it("keeps the order of one account's results whatever another account's notes hold", async () => {
+    const [rare, flooded] = [uniqueWord(), uniqueWord()];
+    const [alice, bob] = [bearer((await logIn(await verifiedAccount())).token), bearer((await logIn(await verifiedAccount())).token)];
+    const post = async (headers: Record<string, string>, title: string, content: string) =>
+      v.parse(Note, await (await callWithEnv(REQUIRED, "POST", "/notes", { title, content }, headers)).json());
+    // Mirror images: the same lengths, each word once in a title and once in a content.
+    const floodedInTitle = await post(alice, flooded, rare);
+    const rareInTitle = await post(alice, rare, flooded);
+    const aliceSearches = async () => found(callWithEnv(REQUIRED, "GET", `/notes?q=${flooded} ${rare}`, undefined, alice));
+    const before = await aliceSearches();
+    expect([...before].sort()).toEqual([floodedInTitle.id, rareInTitle.id].sort());
+    for (let i = 0; i < 25; i++) await post(bob, `${flooded} ${i}`, flooded);
+    expect(await aliceSearches()).toEqual(before);
   });
 });
 
