@@ -70,6 +70,8 @@ export const notesApp = new Hono<AppEnv>()
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
           "after must be an integer",
           NoteMessage.searchEmpty,
+          NoteMessage.searchTooLong,
+          NoteMessage.searchTooManyWords,
           "offset must be an integer of at least 0",
           NoteMessage.invalidIfNoneMatch,
         ),

@@ -40,6 +40,15 @@ export function matchExpression(q: string): string {
 }
 
 /**
+ * The words of a search as the index counts them: runs of letters and digits (with their combining
+ * marks), wherever they stand, quoted or not. What bounds a search's cost: FTS5 reads one list of
+ * matches per word, and a phrase is as many lists as it has words.
+ */
+export function countWords(q: string): number {
+  return q.match(/[\p{L}\p{N}\p{M}]+/gu)?.length ?? 0;
+}
+
+/**
  * One search page in one statement: the matching notes, those that match in their title first, then the
  * newest first, `limit` of them after `offset`, and one more to tell whether another page follows. Like
  * the list, a page is also cut by bytes: only the notes whose running size (estimated from stored lengths,

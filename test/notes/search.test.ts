@@ -137,7 +137,7 @@ describe("GET /notes?q=", () => {
     ["only punctuation", "!@#$%^&*()_+-=[]{};':\",./<>?\\|`~"],
     ["quotes inside words", 'a"b""c"'],
     ["control characters", "\u0000\u0001\u007f"],
-    ["1,000 words", Array.from({ length: 1000 }, (_, i) => `word${i}`).join(" ")],
+    ["12 words", Array.from({ length: 12 }, (_, i) => `word${i}`).join(" ")],
   ])("answers 200 with a JSON array, never a 500, for %s", async (_case, q) => {
     await found(search(q));
   });
@@ -154,6 +154,26 @@ describe("GET /notes?q=", () => {
     ["only white space", "/notes?q=%20%20%09"],
   ])("answers 400 JSON for a q that is %s", async (_case, path) => {
     expect(await jsonOf(await call("GET", path))).toEqual(error(400, "q must not be empty"));
+  });
+
+  it("takes a q of 200 characters and 12 words, and answers 400 JSON for one longer or with more words", async () => {
+    const word = uniqueWord();
+    const note = await create(`${word} bounded`, "x");
+    // 200 characters: the word, then spaces and one emoji, which counts once.
+    const longest = `${word} bounded${" ".repeat(200 - word.length - 9)}😀`;
+    expect([...longest]).toHaveLength(200);
+    expect(await found(search(longest))).toEqual([note.id]);
+    expect(await jsonOf(await search(`${longest} `))).toEqual(error(400, "q must be at most 200 characters"));
+
+    const eleven = Array.from({ length: 11 }, () => "bounded").join(" ");
+    expect(await found(search(`${word} ${eleven}`))).toEqual([note.id]);
+    const tooMany = error(400, "q must hold at most 12 words (a quoted phrase counts each of its words)");
+    expect(await jsonOf(await search(`${word} ${eleven} bounded`))).toEqual(tooMany);
+    // Inside a phrase or joined by punctuation, each word counts: FTS5 reads one list of matches per word.
+    expect(await jsonOf(await search(`${word} "${eleven} bounded"`))).toEqual(tooMany);
+    expect(await jsonOf(await search(`${word}-${eleven.replaceAll(" ", "-")}-bounded`))).toEqual(tooMany);
+    // What holds no word is no word: only punctuation costs nothing.
+    expect(await found(search(`${word} ${eleven} - * "" !?`))).toEqual([note.id]);
   });
 
   it.each([
