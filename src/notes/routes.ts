@@ -41,7 +41,7 @@ const noteIdFirst = createMiddleware(async (c, next) => {
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
-  .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
+  .use(clientRateLimit((env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }), ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
   // Private notes are personal data: not cached (public notes, as the contract has them, may be).
   .use(noStore((c) => c.get("config").notesAuth === "required"))
   .use(requireNotesAuth)
