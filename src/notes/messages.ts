@@ -29,6 +29,7 @@ export const NoteMessage = {
   searchEmpty: "q must not be empty",
   searchTooLong: `q must be at most ${MAX_SEARCH_CHARS} characters`,
   searchTooManyWords: `q must hold at most ${MAX_SEARCH_WORDS} words (a quoted phrase counts each of its words)`,
+  searchThrottled: "Too many searches",
   idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
   invalidIfMatch: "If-Match must be * or a list of entity tags",
   invalidIfNoneMatch: "If-None-Match must be * or a list of entity tags",

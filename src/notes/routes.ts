@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
 import { asCaller } from "../auth/caller";
-import { badJson, describeRoute, json, jsonError, ref } from "../lib/describe";
+import { badJson, describeRoute, json, jsonError, ref, throttled } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
@@ -36,6 +36,10 @@ const noteIdFirst = createMiddleware(async (c, next) => {
   if (id !== undefined) parseNoteId(id);
   await next();
 });
+
+/** Searches count against a limit of their own; a list (GET /notes without `q`) against none. */
+const searchLimit = clientRateLimit((env) => ({ client: env.SEARCH_RATE_LIMITER, network: env.SEARCH_RATE_LIMITER_IPV6_48 }), ["GET"], NoteMessage.searchThrottled);
+const limitSearches = createMiddleware<AppEnv>((c, next) => (c.req.query("q") === undefined ? next() : searchLimit(c, next)));
 
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
@@ -75,9 +79,11 @@ export const notesApp = new Hono<AppEnv>()
           "offset must be an integer of at least 0",
           NoteMessage.invalidIfNoneMatch,
         ),
+        "429": throttled(jsonError("Per-client limit of searches (only with `q`)", NoteMessage.searchThrottled)),
         ...notesErrors,
       },
     }),
+    limitSearches,
     queryParams(ListQuery), async (c) => {
     const { limit, after, q, offset } = c.req.valid("query");
     return q === undefined ? listAnswer(c, limit, after) : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);

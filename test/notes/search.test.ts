@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, verifiedAccount } from "../helpers";
+import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, tally, verifiedAccount } from "../helpers";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 
@@ -287,6 +287,31 @@ describe("GET /notes?q= with NOTES_AUTH=required", () => {
     expect([...before].sort()).toEqual([floodedInTitle.id, rareInTitle.id].sort());
     for (let i = 0; i < 25; i++) await post(bob, `${flooded} ${i}`, flooded);
     expect(await aliceSearches()).toEqual(before);
+  });
+});
+
+describe("GET /notes?q= per-client limit", () => {
+  const limited = { RATE_LIMITS: "on" };
+  const client = () => ({ "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}-${crypto.randomUUID()}` });
+
+  it("answers 429 JSON with Retry-After after 60 searches in a minute, per client, and leaves lists and reads alone", async () => {
+    const ip = client();
+    const searches = await Promise.all(Array.from({ length: 60 }, () => callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    expect(tally(searches)).toEqual({ 200: 60 });
+    const over = await callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip);
+    expect(await jsonOf(over)).toEqual(error(429, "Too many searches"));
+    expect(over.headers.get("retry-after")).toBe("60");
+    // A bad q counts too (it is refused after the limit), a list or a read does not, nor another client's search.
+    expect((await callWithEnv(limited, "GET", "/notes?q=", undefined, ip)).status).toBe(429);
+    expect((await callWithEnv(limited, "GET", "/notes?limit=1", undefined, ip)).status).toBe(200);
+    expect((await callWithEnv(limited, "GET", "/notes/1", undefined, ip)).status).not.toBe(429);
+    expect((await callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, client())).status).toBe(200);
+  });
+
+  it("is off with RATE_LIMITS=off", async () => {
+    const ip = client();
+    const searches = await Promise.all(Array.from({ length: 70 }, () => callWithEnv({ RATE_LIMITS: "off" }, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    expect(tally(searches)).toEqual({ 200: 70 });
   });
 });
 
