@@ -14,12 +14,12 @@ const projects = [
   // Tests that run inside the Workers runtime (vitest-plugin types).
   {
     files: ["test/**/*.ts"],
-    ignores: ["test/global-setup.ts", "test/smtp/**", "test/e2e/**"],
+    ignores: ["test/global-setup.ts", "test/smtp/**", "test/e2e/**", "test/scripts/**"],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup and SMTP servers, the browser end-to-end test, the dev scripts.
+  // Node side: config files, vitest's global setup and SMTP servers, the end-to-end tests, the dev scripts and their tests.
   {
-    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/e2e/**/*.ts", "scripts/**/*.ts"],
+    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/e2e/**/*.ts", "test/scripts/**/*.ts", "scripts/**/*.ts"],
     project: "./tsconfig.node.json",
   },
   // The benchmark's own tsconfigs: its Node-side runner, and its worker entry (Workers types).

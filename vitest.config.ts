@@ -1,5 +1,19 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import * as v from "valibot";
+import { unstable_readConfig } from "wrangler";
 import { defineConfig } from "vitest/config";
+
+/**
+ * The plugin loads a developer's `.dev.vars` over wrangler.toml's [vars], as `wrangler dev` does, and the
+ * tests must not depend on it: every var of wrangler.toml goes in as a binding, which wins over it, then the
+ * suite's own bindings. TEST_VARS tells test/config.test.ts which is which.
+ */
+function overDefaults<T extends Record<string, unknown>>(own: T) {
+  // wrangler's Config type comes from a package it does not ship: the vars are checked here instead.
+  const config: unknown = unstable_readConfig({ config: "./wrangler.toml" });
+  const { vars: defaults } = v.parse(v.object({ vars: v.record(v.string(), v.string()) }), config);
+  return { ...defaults, ...own, TEST_VARS: { defaults, own: Object.keys(own) } };
+}
 
 export default defineConfig(async () => {
   // The real drizzle-kit migrations, applied by test/apply-migrations.ts in the Workers runtime.
@@ -20,7 +34,7 @@ export default defineConfig(async () => {
             // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
             // MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
             d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db", MAIL_DB: "mail-db", MIGRATION_DB: "migration-db" },
-            bindings: {
+            bindings: overDefaults({
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,
               SMTP_HOST: "127.0.0.1",
@@ -40,7 +54,7 @@ export default defineConfig(async () => {
               MAIL_HOURLY_LIMIT: "1000000",
               MAIL_DAILY_LIMIT: "1000000",
               MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "1000000",
-            },
+            }),
           },
         };
       }),

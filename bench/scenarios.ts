@@ -172,6 +172,11 @@ export function scenarios(opts: Options): Scenario[] {
   const [smallText, largeText] = opts.listSizes.map((n) => n.toLocaleString("en-US"));
   const auth = `NOTES_AUTH=required, ${USERS} users`;
   const search = (): RequestSpec => ({ method: "GET", path: `/notes?q=${encodeURIComponent(`seeded ${1 + Math.floor(Math.random() * large)}`)}` });
+  const commonWords = ["seeded", "note", "short", "content", "of", "number"];
+  const everyNote = (words: number) => (): RequestSpec => ({
+    method: "GET",
+    path: `/notes?q=${encodeURIComponent(Array.from({ length: words }, (_, i) => commonWords[i % commonWords.length]).join(" "))}`,
+  });
   const withKey = (): RequestSpec => ({ ...postNote(), headers: { "Idempotency-Key": `bench-${++counter}-${Math.random()}` } });
   let refreshToken = "";
   let loginTurn = 0;
@@ -194,6 +199,9 @@ export function scenarios(opts: Options): Scenario[] {
     cpu({ key: `list-${large}`, label: `GET /notes, ${largeText} notes`, requests: 20, floor: "floor", setup: list(large), next: listAll }),
     cpu({ key: `poll-${large}`, label: `GET /notes with a matching If-None-Match, ${largeText} notes`, requests: 50, expectStatus: 304, ...poll(large) }),
     cpu({ key: `search-${large}`, label: `GET /notes?q= (one note's two words), ${largeText} notes`, requests: 100, setup: list(large), next: search }),
+    // The dearest searches q allows: every note matches, and ranks; then 12 words (the most) that every note holds.
+    cpu({ key: `search-${large}-every-note`, label: `GET /notes?q= (a word every note holds), ${largeText} notes`, requests: 20, setup: list(large), next: everyNote(1) }),
+    cpu({ key: `search-${large}-12-words`, label: `GET /notes?q= (12 words every note holds), ${largeText} notes`, requests: 20, setup: list(large), next: everyNote(12) }),
     cpu({ key: "get-note", label: "GET /notes/{id}", requests: 200, floor: "floor", setup: baseNotes, next: () => getNote() }),
     cpu({ key: "update-note", label: "PATCH /notes/{id}", requests: 200, floor: "floor", setup: baseNotes, next: () => patchNote() }),
     cpu({ key: "create-note", label: "POST /notes", requests: 200, floor: "floor", expectStatus: 201, next: postNote }),

@@ -1,21 +1,23 @@
 /**
  * `npm run dev`: local development with no setup and no mail account.
  *   1. creates `.dev.vars` from `.dev.vars.example` on first run, with a random JWT secret;
- *   2. stops with a clear message when the worker's port or the mail catcher's is taken (most often by
- *      another `npm run dev`), rather than letting wrangler move to another port while the mail goes to
- *      the other instance's catcher;
- *   3. applies the D1 migrations to the local database, printing one line (everything on failure);
- *   4. starts the mail catcher when SMTP_HOST is local, so verification codes show up here;
+ *   2. stops with a clear message when the worker's port is taken (most often by another `npm run dev`),
+ *      rather than letting wrangler move to another port; when SMTP_HOST is local and its port taken,
+ *      reads what answers there: another `npm run dev`'s catcher stops us too (it would get this worker's
+ *      mail), the developer's own mail server (Mailpit, MailHog, smtp4dev…) is used instead of ours;
+ *   3. starts the mail catcher when SMTP_HOST is local and no server of the developer's is there, so
+ *      verification codes show up here;
+ *   4. applies the D1 migrations to the local database, printing one line (everything on failure);
  *   5. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { constants } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
-import { startMailCatcher } from "./mail-catcher.ts";
+import { planMailCatcher, startMailCatcher, type MailCatcher } from "./mail-catcher.ts";
+import { portInUse } from "./ports.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(root);
@@ -48,15 +50,6 @@ function argument(args: string[], name: string): string | undefined {
   return undefined;
 }
 
-/** Whether something already listens on host:port: we try to listen there ourselves, and let go at once. */
-async function portInUse(host: string, port: number): Promise<boolean> {
-  const server = createServer();
-  return new Promise((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) => (err.code === "EADDRINUSE" ? resolve(true) : reject(err)));
-    server.listen(port, host, () => server.close(() => resolve(false)));
-  });
-}
-
 function fail(lines: string[]): never {
   console.error(lines.map((line) => `[dev] ${line}`).join("\n"));
   process.exit(1);
@@ -76,19 +69,13 @@ function catcherAddress(): { host: string; port: number } | null {
  * wrangler moves to the next free port without asking when its port is taken, and the worker would then
  * mail a catcher this script does not own: stop before anything starts, and say why.
  */
-async function checkPorts(args: string[], catcher: { host: string; port: number } | null): Promise<void> {
+async function checkWorkerPort(args: string[], catcher: { host: string; port: number } | null): Promise<void> {
   const ip = argument(args, "--ip") ?? "127.0.0.1";
   const port = Number(argument(args, "--port") ?? DEFAULT_WORKER_PORT);
   if (Number.isInteger(port) && port > 0 && (await portInUse(ip === "localhost" ? "127.0.0.1" : ip, port))) {
     fail([
       `port ${port} is in use: is another \`npm run dev\` running? Stop it, or pick another port: npm run dev -- --port ${port + 1}`,
       ...(catcher ? ["(a second instance also needs its own mail catcher port: another SMTP_PORT in .dev.vars)"] : []),
-    ]);
-  }
-  if (catcher && (await portInUse(catcher.host, catcher.port))) {
-    fail([
-      `the mail catcher's port ${catcher.port} (SMTP_PORT in .dev.vars) is in use: is another \`npm run dev\` running?`,
-      "Its catcher would receive this worker's mail. Stop it, or set another SMTP_PORT in .dev.vars.",
     ]);
   }
 }
@@ -113,13 +100,24 @@ function applyMigrations(): void {
   else console.log(output); // neither: show what wrangler said rather than guess
 }
 
+/** Mail to this machine (SMTP_HOST local): our catcher, started; or the developer's own server, used as it is (null). */
+async function localMail(at: { host: string; port: number } | null): Promise<MailCatcher | null> {
+  if (!at) return null;
+  const plan = await planMailCatcher(at.host, at.port);
+  if ("refuse" in plan) fail(plan.refuse);
+  if ("useRunning" in plan) {
+    console.log(`[dev] Your mail server answers on ${at.host}:${at.port} ("${plan.useRunning}"): the mail goes there; not starting our catcher.`);
+    return null;
+  }
+  return (await startMailCatcher(at.host, at.port)) ?? fail(["Not starting the worker without its mail catcher (see the warning above)."]);
+}
+
 createDevVars();
 const wranglerArgs = process.argv.slice(2);
 const catcherAt = catcherAddress();
-await checkPorts(wranglerArgs, catcherAt);
+await checkWorkerPort(wranglerArgs, catcherAt);
+const catcher = await localMail(catcherAt);
 applyMigrations();
-const catcher = catcherAt && (await startMailCatcher(catcherAt.host, catcherAt.port));
-if (catcherAt && !catcher) fail(["Not starting the worker without its mail catcher (see the warning above)."]);
 
 const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs], { stdio: "inherit" });
 

@@ -5,6 +5,15 @@
  */
 import PostalMime from "postal-mime";
 import { SMTPServer } from "smtp-server";
+import { firstLine, portInUse } from "./ports.ts";
+
+/**
+ * What our catcher says in its greeting (`220 mail-catcher.local ESMTP <this>`): how `npm run dev` tells
+ * it apart from a developer's own mail server on the same port.
+ */
+export const CATCHER_BANNER = "verify-notes-api dev mail catcher";
+/** A mail server greets as soon as it accepts a connection; one that says nothing for this long is not one. */
+const GREETING_TIMEOUT_MS = 3_000;
 
 export interface MailCatcher {
   close(): Promise<void>;
@@ -47,7 +56,7 @@ async function printMessage(raw: Buffer, envelopeTo: string[]): Promise<void> {
 export async function startMailCatcher(host: string, port: number): Promise<MailCatcher | null> {
   const server = new SMTPServer({
     name: "mail-catcher.local",
-    banner: "dev mail catcher",
+    banner: CATCHER_BANNER,
     // Plain text only: the worker upgrades with STARTTLS when offered, and we have no certificate to offer.
     disabledCommands: ["STARTTLS"],
     hideSTARTTLS: true,
@@ -95,6 +104,39 @@ export async function startMailCatcher(host: string, port: number): Promise<Mail
   server.on("error", (err) => console.error(`[mail-catcher] ${err.message}`));
   console.log(`[mail-catcher] listening on ${host}:${port}; messages will be printed here.`);
   return { close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/**
+ * What `npm run dev` does about mail on host:port (SMTP_HOST and SMTP_PORT of .dev.vars, a loopback
+ * address): start our catcher there when the port is free; when it is taken, read the greeting of what
+ * answers there. Our own catcher means another `npm run dev` is running, whose catcher would get this
+ * worker's mail: refuse, saying so. Any other mail server (Mailpit, MailHog, smtp4dev…) is the developer's
+ * own: use it and start none. Anything that does not greet as a mail server: refuse.
+ */
+export async function planMailCatcher(
+  host: string,
+  port: number,
+  greetingTimeoutMs = GREETING_TIMEOUT_MS,
+): Promise<{ start: true } | { useRunning: string } | { refuse: string[] }> {
+  if (!(await portInUse(host, port))) return { start: true };
+  const greeting = await firstLine(host, port, greetingTimeoutMs);
+  if (greeting?.includes(CATCHER_BANNER)) {
+    return {
+      refuse: [
+        `the mail catcher's port ${port} (SMTP_PORT in .dev.vars) is in use by the catcher of another \`npm run dev\`,`,
+        "which would receive this worker's mail. Stop it, or set another SMTP_PORT in .dev.vars.",
+      ],
+    };
+  }
+  if (greeting === undefined || !/^220[ -]/.test(greeting)) {
+    return {
+      refuse: [
+        `port ${port} on ${host} (SMTP_PORT in .dev.vars) is in use by something that does not greet as a mail server${greeting === undefined ? "" : ` ("${greeting.slice(0, 80)}")`}.`,
+        "Stop it, or set another SMTP_PORT in .dev.vars.",
+      ],
+    };
+  }
+  return { useRunning: greeting };
 }
 
 if (import.meta.main) {

@@ -6,6 +6,8 @@ export interface SmtpConfig {
   /** MAIL_EMAIL: the SMTP user name and the From address. */
   username: string;
   password: string;
+  /** SMTP_AUTH: "login" signs in with MAIL_EMAIL and MAIL_APP_PASSWORD; "none" sends without AUTH. */
+  auth: "login" | "none";
   fromName: string;
   timeoutMs: number;
 }
@@ -19,7 +21,7 @@ export interface Config {
    * MFA_ENCRYPTION_KEY (or JWT_SECRET_KEY without it), then MFA_ENCRYPTION_KEY_PREVIOUS while rotating.
    */
   mfaKeys: string[];
-  /** Undefined when MAIL_EMAIL or MAIL_APP_PASSWORD is missing: no mail is sent. */
+  /** Undefined when MAIL_EMAIL is missing, or MAIL_APP_PASSWORD unless SMTP_AUTH=none: no mail is sent. */
   smtp: SmtpConfig | undefined;
   /** false only with RATE_LIMITS=off: the per-client limiter is skipped (load tests, never production). */
   clientRateLimits: boolean;
@@ -121,6 +123,8 @@ function turnstileOf(env: Env & OptionalSecrets): Config["turnstile"] {
 export function readConfig(env: Env & OptionalSecrets): Config {
   const mailEmail = nonEmpty(env.MAIL_EMAIL);
   const mailPassword = nonEmpty(env.MAIL_APP_PASSWORD);
+  // Sending without AUTH is asked for, never guessed from an empty password: without one no mail is sent.
+  const smtpAuth = choice("SMTP_AUTH", env.SMTP_AUTH, ["login", "none"] as const, "login");
   return {
     bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
@@ -140,13 +144,14 @@ export function readConfig(env: Env & OptionalSecrets): Config {
       .map((origin) => origin.trim())
       .filter((origin) => origin !== ""),
     smtp:
-      mailEmail && mailPassword
+      mailEmail && (mailPassword || smtpAuth === "none")
         ? {
             host: nonEmpty(env.SMTP_HOST) ?? "smtp.gmail.com",
             port: intSetting("SMTP_PORT", env.SMTP_PORT, 465, 1, 65535),
             secure: (nonEmpty(env.SMTP_SECURE) ?? "true").toLowerCase() !== "false",
             username: mailEmail,
-            password: mailPassword,
+            password: mailPassword ?? "",
+            auth: smtpAuth,
             fromName: nonEmpty(env.MAIL_FROM_NAME) ?? APP_NAME,
             timeoutMs: intSetting("SMTP_TIMEOUT_MS", env.SMTP_TIMEOUT_MS, 10_000, 100, 60_000),
           }

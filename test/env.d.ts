@@ -5,6 +5,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      /** wrangler.toml's [vars], and the names of the bindings vitest.config.ts sets over them. */
+      TEST_VARS: { defaults: Record<string, string>; own: string[] };
       SMTP: SmtpFixture;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;

@@ -26,7 +26,7 @@ export function authArea({ ownedElsewhere }: AuthSeams) {
   const auth = new Hono<AppEnv>()
     .use(noStore())
     .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
-    .use(clientRateLimit((env) => env.AUTH_RATE_LIMITER, ["POST"], AuthMessage.clientThrottled))
+    .use(clientRateLimit((env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }), ["POST"], AuthMessage.clientThrottled))
     .route("/", registration)
     .route("/", sessionRoutes)
     .route("/", recovery)

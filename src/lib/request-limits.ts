@@ -2,31 +2,48 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../types";
-import { clientKey } from "./client-key";
+import { clientKeys } from "./client-key";
 import { errorResponse, setRetryAfter } from "./http";
 import { MINUTE } from "./units";
 
 /** The limits every request of an area passes before its handler: the per-client rate and the body size. */
 
-/** The period of both per-client limiters in wrangler.toml. */
+/** The period of every per-client limiter in wrangler.toml. */
 const CLIENT_LIMIT_PERIOD_MS = MINUTE;
 
 /**
- * Per-client limit through a Cloudflare Rate Limiting binding on requests of the given methods, keyed by
- * the client (clientKey: an IPv4 address, or an IPv6 /64, the block one subscriber gets). RATE_LIMITS=off
+ * The two Cloudflare Rate Limiting bindings of a per-client limit: `client` counts each client (an IPv4
+ * address, an IPv6 /64), `network` each IPv6 /48, with a higher limit, so that one holder of a /48 cannot
+ * act as its 65,536 /64s.
+ */
+export interface ClientLimiters {
+  client: RateLimit;
+  network: RateLimit;
+}
+
+/** Which limit refuses the request, if one does: the client's first, then (only when it passed) the /48's. */
+async function refusedBy(limiters: ClientLimiters, keys: ReturnType<typeof clientKeys>): Promise<"client" | "network" | undefined> {
+  if (!(await limiters.client.limit({ key: keys.client })).success) return "client";
+  if (keys.network !== undefined && !(await limiters.network.limit({ key: keys.network })).success) return "network";
+  return undefined;
+}
+
+/**
+ * Per-client limit on requests of the given methods, keyed by the client (clientKeys). A request its
+ * client's limit lets through is counted against its /48's as well (IPv6 only); one the client's limit
+ * refuses is not, so that one /64 over its limit does not use up its neighbours' share. RATE_LIMITS=off
  * skips it (load tests only).
  */
 export function clientRateLimit(
-  limiter: (env: AppEnv["Bindings"]) => RateLimit,
+  limiters: (env: AppEnv["Bindings"]) => ClientLimiters,
   methods: readonly string[],
   message: string,
 ): MiddlewareHandler<AppEnv> {
   return createMiddleware<AppEnv>(async (c, next) => {
     if (!c.get("config").clientRateLimits || !methods.includes(c.req.method)) return next();
-    const key = clientKey(c);
-    const { success } = await limiter(c.env).limit({ key });
-    if (!success) {
-      c.var.log.warn("client_rate_limited");
+    const by = await refusedBy(limiters(c.env), clientKeys(c));
+    if (by) {
+      c.var.log.warn("client_rate_limited", { by });
       setRetryAfter(c, CLIENT_LIMIT_PERIOD_MS);
       return errorResponse(c, 429, message);
     }

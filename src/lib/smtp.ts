@@ -18,6 +18,8 @@ export interface SmtpSettings {
   secure: boolean;
   username: string;
   password: string;
+  /** "login": AUTH PLAIN or LOGIN with the user name and password; "none": no AUTH (a server that takes mail without it). */
+  auth: "login" | "none";
   /** Budget for the whole conversation, connect to QUIT. */
   timeoutMs: number;
 }
@@ -69,7 +71,7 @@ async function authenticate(session: SmtpConversation, caps: Map<string, string[
     await session.command(base64(s.username), [334], "AUTH LOGIN (user name)");
     await session.command(base64(s.password), [235], "AUTH LOGIN (password)");
   } else {
-    throw new SmtpError("the server offers neither AUTH PLAIN nor AUTH LOGIN");
+    throw new SmtpError("the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)");
   }
 }
 
@@ -117,7 +119,8 @@ async function greet(session: SmtpConversation, settings: SmtpSettings, heloName
     caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO after STARTTLS"));
   }
   // Anyone on the path would read the password: only a connection that stays on the machine may go plain.
-  if (!encrypted && !isLoopbackHost(settings.host)) {
+  // Without AUTH there is no password to give away (the message itself crosses as mail between servers does).
+  if (!encrypted && settings.auth === "login" && !isLoopbackHost(settings.host)) {
     throw new SmtpError(`refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`);
   }
   return caps;
@@ -158,7 +161,7 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
     if (needsSmtpUtf8 && !caps.has("SMTPUTF8")) {
       throw new SmtpError("an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it");
     }
-    await authenticate(session, caps, settings);
+    if (settings.auth === "login") await authenticate(session, caps, settings);
     await transfer(session, caps, from, to, envelope.data, needsSmtpUtf8);
   } finally {
     session.close();

@@ -2,6 +2,12 @@
 
 /** The most characters (code points) a title holds: here, since its message states it; schemas.ts enforces it. */
 export const MAX_TITLE_CHARS = 200;
+/**
+ * The longest search (`q`) in characters (code points), and the most words it may hold, a quoted phrase's
+ * included: what a search costs grows with its words (docs/notes-idempotency-search.md, "Cost").
+ */
+export const MAX_SEARCH_CHARS = 200;
+export const MAX_SEARCH_WORDS = 12;
 
 export const NoteMessage = {
   // From the spec.
@@ -21,6 +27,9 @@ export const NoteMessage = {
   invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
   idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
   searchEmpty: "q must not be empty",
+  searchTooLong: `q must be at most ${MAX_SEARCH_CHARS} characters`,
+  searchTooManyWords: `q must hold at most ${MAX_SEARCH_WORDS} words (a quoted phrase counts each of its words)`,
+  searchThrottled: "Too many searches",
   idempotencyKeyInProgress: "A request with this Idempotency-Key is still being processed; retry it shortly",
   invalidIfMatch: "If-Match must be * or a list of entity tags",
   invalidIfNoneMatch: "If-None-Match must be * or a list of entity tags",

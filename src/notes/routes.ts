@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
 import { asCaller } from "../auth/caller";
-import { badJson, describeRoute, json, jsonError, ref } from "../lib/describe";
+import { badJson, describeRoute, json, jsonError, ref, throttled } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
@@ -37,11 +37,15 @@ const noteIdFirst = createMiddleware(async (c, next) => {
   await next();
 });
 
+/** Searches count against a limit of their own; a list (GET /notes without `q`) against none. */
+const searchLimit = clientRateLimit((env) => ({ client: env.SEARCH_RATE_LIMITER, network: env.SEARCH_RATE_LIMITER_IPV6_48 }), ["GET"], NoteMessage.searchThrottled);
+const limitSearches = createMiddleware<AppEnv>((c, next) => (c.req.query("q") === undefined ? next() : searchLimit(c, next)));
+
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
-  .use(clientRateLimit((env) => env.NOTES_RATE_LIMITER, ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
+  .use(clientRateLimit((env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }), ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
   // Private notes are personal data: not cached (public notes, as the contract has them, may be).
   .use(noStore((c) => c.get("config").notesAuth === "required"))
   .use(requireNotesAuth)
@@ -53,7 +57,7 @@ export const notesApp = new Hono<AppEnv>()
       parameters: [ifNoneMatchParameter],
       description:
         `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
-        "With `q`, a search: the notes whose title or content contain every word, best match first (a title match ranks above a content match), " +
+        "With `q`, a search: the notes whose title or content contain every word, those that match in their title first, then the newest first, " +
         `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
       responses: {
         "200": json(
@@ -70,12 +74,16 @@ export const notesApp = new Hono<AppEnv>()
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
           "after must be an integer",
           NoteMessage.searchEmpty,
+          NoteMessage.searchTooLong,
+          NoteMessage.searchTooManyWords,
           "offset must be an integer of at least 0",
           NoteMessage.invalidIfNoneMatch,
         ),
+        "429": throttled(jsonError("Per-client limit of searches (only with `q`)", NoteMessage.searchThrottled)),
         ...notesErrors,
       },
     }),
+    limitSearches,
     queryParams(ListQuery), async (c) => {
     const { limit, after, q, offset } = c.req.valid("query");
     return q === undefined ? listAnswer(c, limit, after) : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);

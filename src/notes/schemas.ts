@@ -2,7 +2,8 @@ import * as v from "valibot";
 import { badRequest } from "../lib/http";
 import { KiB } from "../lib/units";
 import { body } from "../lib/validation";
-import { MAX_TITLE_CHARS, NoteMessage } from "./messages";
+import { MAX_SEARCH_CHARS, MAX_SEARCH_WORDS, MAX_TITLE_CHARS, NoteMessage } from "./messages";
+import { countWords } from "./search";
 
 /** The request and response schemas of the notes area: bodies, the id and paging rules, the note JSON. */
 
@@ -75,8 +76,11 @@ export const ListQuery = v.pipe(
       v.pipe(
         v.string(),
         v.check((raw) => raw.trim() !== "", NoteMessage.searchEmpty),
+        v.check((raw) => [...raw].length <= MAX_SEARCH_CHARS, NoteMessage.searchTooLong),
+        v.check((raw) => countWords(raw) <= MAX_SEARCH_WORDS, NoteMessage.searchTooManyWords),
         v.description(
-          'Search: the notes whose title or content contain every word (any case or accent; the last word may be the start of a word), best first. "A quoted phrase" matches as a phrase; every other character is plain text.',
+          'Search: the notes whose title or content contain every word (any case or accent; the last word may be the start of a word), title matches first, then the newest. "A quoted phrase" matches as a phrase; every other character is plain text. ' +
+            `At most ${MAX_SEARCH_CHARS} characters and ${MAX_SEARCH_WORDS} words (a phrase counts each of its words).`,
         ),
       ),
     ),

@@ -14,12 +14,6 @@ import { LIST_CHUNK_BYTES, noteJsonText, noteSize } from "./sql";
 
 /** A search page without `limit` holds this many notes at most. */
 export const DEFAULT_SEARCH_LIMIT = 20;
-/**
- * bm25() column weights: a word found in the title counts ten times one found in the content, so notes
- * that match in their title come first.
- */
-const TITLE_WEIGHT = 10;
-const CONTENT_WEIGHT = 1;
 
 /**
  * The FTS5 MATCH expression for what a user typed, built so that nothing typed is ever FTS5 syntax.
@@ -46,24 +40,38 @@ export function matchExpression(q: string): string {
 }
 
 /**
- * One search page in one statement: the matching notes ranked by bm25 (ties by id), `limit` of them after
- * `offset`, and one more to tell whether another page follows. Like the list, a page is also cut by
- * bytes: only the notes whose running size (estimated from stored lengths, as the list does) stays within
- * `budget` carry their JSON (the first always does), so a page of large notes stays bounded in memory and
- * in the time it holds the database. Rows are in rank order; `json` is null for those left to the next page.
+ * The words of a search as the index counts them: runs of letters and digits (with their combining
+ * marks), wherever they stand, quoted or not. What bounds a search's cost: FTS5 reads one list of
+ * matches per word, and a phrase is as many lists as it has words.
+ */
+export function countWords(q: string): number {
+  return q.match(/[\p{L}\p{N}\p{M}]+/gu)?.length ?? 0;
+}
+
+/**
+ * One search page in one statement: the matching notes, those that match in their title first, then the
+ * newest first, `limit` of them after `offset`, and one more to tell whether another page follows. Like
+ * the list, a page is also cut by bytes: only the notes whose running size (estimated from stored lengths,
+ * as the list does) stays within `budget` carry their JSON (the first always does), so a page of large
+ * notes stays bounded in memory and in the time it holds the database. Rows are in rank order; `json` is
+ * null for those left to the next page.
+ *
+ * The rank is computed from each matching row alone, never from statistics of the whole index (bm25 weighs
+ * a word by how many notes hold it, every account's notes: the order of one's own results then told
+ * whether a word occurred in anyone else's). `highlight()` marks the matches in the title, from the row's
+ * own text: a title it changes holds one.
  *
  * The FTS index drives the join (CROSS JOIN keeps SQLite from starting at the owner's notes instead), and
  * the owner is a filter on the matches: with NOTES_AUTH=required the caller's notes only.
  */
 function searchOf(db: Database, p: Placeholders<SearchValues>, caller: NotesCaller) {
-  const ranked = sql`SELECT ${notes.id} AS id, bm25(notes_fts, ${sql.raw(String(TITLE_WEIGHT))}, ${sql.raw(String(CONTENT_WEIGHT))}) AS score,
-      ${noteSize} AS size
+  const ranked = sql`SELECT ${notes.id} AS id, highlight(notes_fts, 0, '[', ']') = ${notes.title} AS title_miss, ${noteSize} AS size
     FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
     WHERE ${and(sql`notes_fts MATCH ${p.match}`, visibleTo(caller))}
-    ORDER BY score, id LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
+    ORDER BY title_miss, id DESC LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
   const page = sql`(
     SELECT id, row_number() OVER w AS n, sum(size) OVER w AS reach FROM (${ranked})
-    WINDOW w AS (ORDER BY score, id ROWS UNBOUNDED PRECEDING)
+    WINDOW w AS (ORDER BY title_miss, id DESC ROWS UNBOUNDED PRECEDING)
   ) AS page CROSS JOIN ${notes} ON ${notes.id} = page.id`;
   return db
     .select({
@@ -87,7 +95,7 @@ export interface SearchPage {
 }
 
 /**
- * The caller's notes matching `q`, best first; undefined when the caller's session is not live (checked in
+ * The caller's notes matching `q`, title matches first, then the newest; undefined when the caller's session is not live (checked in
  * the same round trip, see asCaller).
  */
 export async function searchNotes(

@@ -387,6 +387,14 @@ describe("recovery codes", () => {
     expect((await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).status).toBe(401);
     expect((await verify(await challenge(email), { recovery_code: fresh[0]! })).status).toBe(200);
   });
+
+  it("are replaced for a recovery code too (the phone is lost): that code and the rest of the old set die", async () => {
+    const { email, recoveryCodes, session } = await withFactor();
+    const response = await call("POST", "/auth/mfa/recovery-codes", { code: recoveryCodes[0]! }, bearer(session.token));
+    const fresh = v.parse(RecoveryCodes, await response.json()).recovery_codes;
+    for (const old of recoveryCodes.slice(0, 2)) expect((await verify(await challenge(email), { recovery_code: old })).status).toBe(401);
+    expect((await verify(await challenge(email), { recovery_code: fresh[0]! })).status).toBe(200);
+  });
 });
 
 describe("step-up and removal", () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, callWithEnv, JSON_TYPE, randomEmail, tally, TEXT, textOf } from "../helpers";
+import { call, callWithEnv, captureLogs, JSON_TYPE, randomEmail, tally, TEXT, textOf } from "../helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -198,6 +198,32 @@ describe("per-client rate limit keys", () => {
     // The same /64 spelled another way is the same client; the next /64 is another one.
     expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net.toUpperCase()}:0:0:0:ffff` })).status).toBe(429);
     expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${prefix()}::1` })).status).toBe(400);
+  });
+
+  it("counts the /64s of one IPv6 /48 together too: 10 of them use up its 300, an 11th is refused, another /48 is not", async () => {
+    const logs = captureLogs();
+    const site = () => `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}`;
+    const net = site();
+    // Each /64 stays within its own 30; the tenth reaches the /48's 300.
+    for (let subnet = 1; subnet <= 10; subnet++) {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:${subnet.toString(16)}::${(i + 1).toString(16)}` })),
+      );
+      expect(tally(answers)).toEqual({ 400: 30 });
+    }
+    const eleventh = await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:b::1` });
+    expect(await textOf(eleventh)).toEqual({ status: 429, type: TEXT, body: "Too many requests. Please slow down." });
+    expect(eleventh.headers.get("retry-after")).toBe("60");
+    expect(logs.filter((line) => line.event === "client_rate_limited")).toEqual([expect.objectContaining({ level: "warn", by: "network" })]);
+    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${site()}:1::1` })).status).toBe(400);
+  });
+
+  it("does not count against the /48 what a /64's own limit refused: one /64 over its limit leaves its neighbours their share", async () => {
+    const net = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}`;
+    const noisy = await Promise.all(Array.from({ length: 330 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:1::1` })));
+    expect(tally(noisy)).toEqual({ 400: 30, 429: 300 });
+    const neighbour = await Promise.all(Array.from({ length: 30 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:2::1` })));
+    expect(tally(neighbour)).toEqual({ 400: 30 });
   });
 
   it("keys IPv4 clients by their whole address", async () => {

@@ -105,6 +105,63 @@ describe("credentials and TLS", () => {
   });
 });
 
+describe("SMTP_AUTH: a server that takes mail without AUTH", () => {
+  const register = (overrides: Record<string, string | undefined>, email: string) =>
+    callWithEnv({ SMTP_PORT: smtpPort("noAuth"), ...overrides }, "POST", "/auth/register", { email, password: PASSWORD });
+
+  it("with SMTP_AUTH=none, mails without AUTH and without MAIL_APP_PASSWORD, from MAIL_EMAIL", async () => {
+    const logs = captureLogs();
+    const email = randomEmail("noauth");
+    expect(await textOf(await register({ SMTP_AUTH: "none", MAIL_APP_PASSWORD: "" }, email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
+    const [received] = await mailsTo(email);
+    expect(received).toMatchObject({ server: "noAuth", username: null, mailFrom: "sender@notes.test", rcptTo: [email] });
+    expect(received!.commands.some((line) => line.toUpperCase().startsWith("AUTH"))).toBe(false);
+    expect((await PostalMime.parse(received!.raw)).text).toContain((await storedCode(email))!.code);
+    expect(logs.map((line) => line.event)).toContain("verification_mail_sent");
+  });
+
+  it("by default (SMTP_AUTH=login) sends nothing to a server without AUTH, and the log says which setting would", async () => {
+    const logs = captureLogs();
+    const email = randomEmail("noauth");
+    expect((await register({}, email)).status).toBe(201);
+    expect(await mailsTo(email)).toEqual([]);
+    expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
+      errorName: "SmtpError",
+      errorMessage: "the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)",
+    });
+  });
+
+  it("never takes an empty MAIL_APP_PASSWORD for SMTP_AUTH=none: by default no connection is opened, as the contract says", async () => {
+    const logs = captureLogs();
+    const before = (await smtpConnections()).noAuth ?? 0;
+    const email = randomEmail("noauth");
+    expect((await register({ MAIL_APP_PASSWORD: "" }, email)).status).toBe(201);
+    expect((await smtpConnections()).noAuth ?? 0).toBe(before);
+    expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+
+  it("still needs MAIL_EMAIL with SMTP_AUTH=none: it is the From address", async () => {
+    const logs = captureLogs();
+    const before = (await smtpConnections()).noAuth ?? 0;
+    expect((await register({ SMTP_AUTH: "none", MAIL_EMAIL: undefined }, randomEmail("noauth"))).status).toBe(201);
+    expect((await smtpConnections()).noAuth ?? 0).toBe(before);
+    expect(logs.find((line) => line.event === "mail_not_configured")).toMatchObject({ level: "warn" });
+  });
+
+  it("sends without AUTH in plain text to a host that is not loopback: there is no password to give away", async () => {
+    const email = randomEmail("noauth");
+    expect((await register({ SMTP_AUTH: "none", SMTP_HOST: "0.0.0.0" }, email)).status).toBe(201);
+    expect(await mailsTo(email)).toMatchObject([{ server: "noAuth", username: null }]);
+  });
+
+  it("answers 500 and names an SMTP_AUTH that is neither login nor none", async () => {
+    const logs = captureLogs();
+    const response = await callWithEnv({ SMTP_AUTH: "plain" }, "GET", "/notes");
+    expect(response.status).toBe(500);
+    expect(JSON.stringify(logs)).toContain("SMTP_AUTH must be one of: login, none");
+  });
+});
+
 describe("internationalized addresses", () => {
   const unique = () => crypto.randomUUID().slice(0, 8);
 

@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, verifiedAccount } from "../helpers";
+import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, tally, verifiedAccount } from "../helpers";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 
@@ -67,14 +67,13 @@ describe("GET /notes?q=", () => {
     expect(await found(search(`${word} gamma`))).toEqual([]);
   });
 
-  it("ranks a title match above a content match", async () => {
+  it("ranks the notes that match in their title first, then the newest first", async () => {
     const word = uniqueWord();
     const inContent = await create("Plans", `We talked about the ${word} today.`);
+    const olderInTitle = await create(`The ${word}`, "Some text.");
     const manyTimesInContent = await create("Notes", `${word} ${word} ${word} ${word} ${word}`);
-    const inTitle = await create(`The ${word}`, "Some text.");
-    const ranked = await found(search(word));
-    expect(ranked[0]).toBe(inTitle.id);
-    expect(ranked.slice(1).sort()).toEqual([inContent.id, manyTimesInContent.id].sort());
+    const newerInTitle = await create(`${word} again`, `and ${word} in the content too`);
+    expect(await found(search(word))).toEqual([newerInTitle.id, olderInTitle.id, manyTimesInContent.id, inContent.id]);
   });
 
   it("ignores case and accents", async () => {
@@ -138,7 +137,7 @@ describe("GET /notes?q=", () => {
     ["only punctuation", "!@#$%^&*()_+-=[]{};':\",./<>?\\|`~"],
     ["quotes inside words", 'a"b""c"'],
     ["control characters", "\u0000\u0001\u007f"],
-    ["1,000 words", Array.from({ length: 1000 }, (_, i) => `word${i}`).join(" ")],
+    ["12 words", Array.from({ length: 12 }, (_, i) => `word${i}`).join(" ")],
   ])("answers 200 with a JSON array, never a 500, for %s", async (_case, q) => {
     await found(search(q));
   });
@@ -157,6 +156,26 @@ describe("GET /notes?q=", () => {
     expect(await jsonOf(await call("GET", path))).toEqual(error(400, "q must not be empty"));
   });
 
+  it("takes a q of 200 characters and 12 words, and answers 400 JSON for one longer or with more words", async () => {
+    const word = uniqueWord();
+    const note = await create(`${word} bounded`, "x");
+    // 200 characters: the word, then spaces and one emoji, which counts once.
+    const longest = `${word} bounded${" ".repeat(200 - word.length - 9)}😀`;
+    expect([...longest]).toHaveLength(200);
+    expect(await found(search(longest))).toEqual([note.id]);
+    expect(await jsonOf(await search(`${longest} `))).toEqual(error(400, "q must be at most 200 characters"));
+
+    const eleven = Array.from({ length: 11 }, () => "bounded").join(" ");
+    expect(await found(search(`${word} ${eleven}`))).toEqual([note.id]);
+    const tooMany = error(400, "q must hold at most 12 words (a quoted phrase counts each of its words)");
+    expect(await jsonOf(await search(`${word} ${eleven} bounded`))).toEqual(tooMany);
+    // Inside a phrase or joined by punctuation, each word counts: FTS5 reads one list of matches per word.
+    expect(await jsonOf(await search(`${word} "${eleven} bounded"`))).toEqual(tooMany);
+    expect(await jsonOf(await search(`${word}-${eleven.replaceAll(" ", "-")}-bounded`))).toEqual(tooMany);
+    // What holds no word is no word: only punctuation costs nothing.
+    expect(await found(search(`${word} ${eleven} - * "" !?`))).toEqual([note.id]);
+  });
+
   it.each([
     ["/notes?q=x&after=3&limit=5", "after cannot be combined with q; search pages use offset"],
     ["/notes?offset=2", "offset is only allowed together with q"],
@@ -171,9 +190,10 @@ describe("GET /notes?q=", () => {
 
   it("pages with limit and a Link to the next page, in rank order, each note once", async () => {
     const word = uniqueWord();
-    // Five notes whose rank falls with the title's length, so the order is known.
+    // Title matches first, each kind newest first: the order is known.
     const created: NoteJson[] = [];
-    for (const filler of ["", "a", "a b", "a b c", "a b c d"]) created.push(await create(`${word} ${filler}`.trim(), "x"));
+    for (const inTitle of [false, true, false, true, true]) created.push(await create(inTitle ? word : "x", inTitle ? "x" : word));
+    const ranked = [...created.filter((note) => note.title === word).reverse(), ...created.filter((note) => note.title !== word).reverse()];
 
     const pages: number[][] = [];
     let path: string | null = `/notes?q=${word}&limit=2`;
@@ -184,7 +204,7 @@ describe("GET /notes?q=", () => {
       if (pages.length === 1) expect(path).toBe(`/notes?q=${word}&limit=2&offset=2`);
     }
     expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
-    expect(pages.flat()).toEqual(created.map((note) => note.id));
+    expect(pages.flat()).toEqual(ranked.map((note) => note.id));
   });
 
   it("answers at most 20 notes without limit, with a Link to the rest", async () => {
@@ -213,7 +233,7 @@ describe("GET /notes?q=", () => {
     const word = uniqueWord();
     const big = "x ".repeat(300_000); // 600,000 bytes each: two fit in a page's 1,500,000 bytes, three do not
     const ids: number[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await create(`${word}`, big)).id);
+    for (let i = 0; i < 3; i++) ids.unshift((await create(`${word}`, big)).id);
     const first = await search(word, "&limit=10");
     expect(await found(first)).toEqual(ids.slice(0, 2));
     expect(nextLink(first)).toBe(`/notes?q=${word}&limit=10&offset=2`);
@@ -250,6 +270,48 @@ describe("GET /notes?q= with NOTES_AUTH=required", () => {
     expect(await found(searchAs(alice))).toEqual([alicesNote.id]);
     expect(await found(searchAs(bob))).toEqual([bobsNote.id]);
     expect(await jsonOf(await searchAs({}))).toEqual(error(401, "Unauthorized"));
+  });
+
+  // Corpus-wide statistics (bm25 weighs a word by how many notes of every account hold it) turned the order
+  // of one's own results into a probe of everyone else's notes: here Bob's notes would swap Alice's two.
+  it("keeps the order of one account's results whatever another account's notes hold", async () => {
+    const [rare, flooded] = [uniqueWord(), uniqueWord()];
+    const [alice, bob] = [bearer((await logIn(await verifiedAccount())).token), bearer((await logIn(await verifiedAccount())).token)];
+    const post = async (headers: Record<string, string>, title: string, content: string) =>
+      v.parse(Note, await (await callWithEnv(REQUIRED, "POST", "/notes", { title, content }, headers)).json());
+    // Mirror images: the same lengths, each word once in a title and once in a content.
+    const floodedInTitle = await post(alice, flooded, rare);
+    const rareInTitle = await post(alice, rare, flooded);
+    const aliceSearches = async () => found(callWithEnv(REQUIRED, "GET", `/notes?q=${flooded} ${rare}`, undefined, alice));
+    const before = await aliceSearches();
+    expect([...before].sort()).toEqual([floodedInTitle.id, rareInTitle.id].sort());
+    for (let i = 0; i < 25; i++) await post(bob, `${flooded} ${i}`, flooded);
+    expect(await aliceSearches()).toEqual(before);
+  });
+});
+
+describe("GET /notes?q= per-client limit", () => {
+  const limited = { RATE_LIMITS: "on" };
+  const client = () => ({ "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}-${crypto.randomUUID()}` });
+
+  it("answers 429 JSON with Retry-After after 60 searches in a minute, per client, and leaves lists and reads alone", async () => {
+    const ip = client();
+    const searches = await Promise.all(Array.from({ length: 60 }, () => callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    expect(tally(searches)).toEqual({ 200: 60 });
+    const over = await callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip);
+    expect(await jsonOf(over)).toEqual(error(429, "Too many searches"));
+    expect(over.headers.get("retry-after")).toBe("60");
+    // A bad q counts too (it is refused after the limit), a list or a read does not, nor another client's search.
+    expect((await callWithEnv(limited, "GET", "/notes?q=", undefined, ip)).status).toBe(429);
+    expect((await callWithEnv(limited, "GET", "/notes?limit=1", undefined, ip)).status).toBe(200);
+    expect((await callWithEnv(limited, "GET", "/notes/1", undefined, ip)).status).not.toBe(429);
+    expect((await callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, client())).status).toBe(200);
+  });
+
+  it("is off with RATE_LIMITS=off", async () => {
+    const ip = client();
+    const searches = await Promise.all(Array.from({ length: 70 }, () => callWithEnv({ RATE_LIMITS: "off" }, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    expect(tally(searches)).toEqual({ 200: 70 });
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * Real SMTP peers on loopback for the tests, run in Node by vitest's globalSetup:
  * - `mailbox`: a well-behaved server (smtp-server) that requires AUTH, offers SMTPUTF8 and keeps every
- *   message; `plaintext`, another one for one test alone; `asciiOnly`, one without SMTPUTF8;
+ *   message; `plaintext`, another one for one test alone; `asciiOnly`, one without SMTPUTF8; `noAuth`, one
+ *   that offers no AUTH and takes mail without it (Mailpit's default, an internal relay);
  * - `rejectSender` (550 to MAIL FROM), `rejectRecipient` (550 to RCPT TO, echoing the address) and
  *   `rejectLogin` (535 to AUTH), also smtp-server;
  * - scripted misbehaving peers: one that never speaks, ones that hang up after the greeting, after
@@ -155,6 +156,7 @@ export async function startSmtpPeers(): Promise<{ fixture: SmtpFixture; stop: ()
     plaintext: smtp("plaintext"),
     // A mailbox that does not offer SMTPUTF8 (smtp-server offers it unless told otherwise).
     asciiOnly: smtp("asciiOnly", { hideSMTPUTF8: true }),
+    noAuth: smtp("noAuth", { authOptional: true, disabledCommands: ["STARTTLS", "AUTH"] }),
     rejectSender: smtp("rejectSender", {
       onMailFrom(_address, _session, callback) {
         const err = new Error("Sender address rejected") as Error & { responseCode: number };

@@ -14,6 +14,7 @@ export type SmtpPeer =
   | "mailbox"
   | "plaintext"
   | "asciiOnly"
+  | "noAuth"
   | "rejectSender"
   | "rejectRecipient"
   | "rejectLogin"

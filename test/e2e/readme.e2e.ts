@@ -1,0 +1,305 @@
+/**
+ * `npm run test:e2e`: the walk-throughs of the README and of docs/sessions.md, run as written against a
+ * real `wrangler dev` (worker.ts), in the order a newcomer follows them, so that they stay true.
+ *
+ * - The worker gets `.dev.vars.example`, as `npm run dev` makes it (a random JWT_SECRET_KEY, mail to a
+ *   loopback SMTP server on a free port), and its own fresh D1.
+ * - The ```sh blocks of every section whose heading says "Walk-through" (and of its subsections) run with
+ *   bash, one bash per document, in order; `http://localhost:8787` is the worker's address.
+ * - A line `NAME=<example>   # … mail in the dev terminal …` gets the code of the next mail that holds one,
+ *   from this test's SMTP server; a line `NAME=<example>   # … authenticator app shows …` gets the TOTP
+ *   code of the shell's `$SECRET` for a time step not used yet (the next one at most, as the API's
+ *   ±1-step drift allows; later codes wait for their step, as a person waits for the app).
+ * - A command followed by a comment that starts with a status (`# 201 User created…`, `# 204`) or a JSON
+ *   body (`# {"id":1,…}`), on its line or the next, must answer exactly that: a status needs `curl -i`;
+ *   `…` stands for any text, an ISO timestamp for any timestamp. Every command must exit with 0.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import type { AddressInfo, Server as NetServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseEnv } from "node:util";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import PostalMime from "postal-mime";
+import { SMTPServer } from "smtp-server";
+import { base32Decode, stepAt, totpAt, TOTP_STEP_SECONDS } from "../../src/lib/totp.ts";
+import { root, startDevWorker, tail, type DevWorker } from "./worker.ts";
+
+const DOC_ORIGIN = "http://localhost:8787";
+const MAIL_WAIT_MS = 15_000;
+const RUN_TIMEOUT_MS = 120_000;
+
+/** One command of a walk-through, with what it must answer. */
+interface Step {
+  /** Where it starts, for messages: `README.md:183`. */
+  at: string;
+  command: string;
+  expected: { status?: number; body?: string } | undefined;
+}
+
+const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-readme-"));
+let worker: DevWorker | undefined;
+let smtp: SMTPServer | undefined;
+let helper: HttpServer | undefined;
+let helperUrl = "";
+/** Codes of the mails received, in order, and how many of them the walk-throughs have read. */
+const mailedCodes: string[] = [];
+let codesRead = 0;
+let lastTotpStep = 0;
+
+// --- What the walk-throughs say ---------------------------------------------------------------------
+
+/** The ```sh blocks of the sections whose heading names a walk-through, and of their subsections. */
+export function walkThroughBlocks(markdown: string): Array<{ line: number; text: string }> {
+  const blocks: Array<{ line: number; text: string }> = [];
+  let inside: number | undefined; // the level of the walk-through heading we are under
+  let block: { line: number; lines: string[] } | undefined;
+  for (const [i, line] of markdown.split("\n").entries()) {
+    if (block) {
+      if (line.startsWith("```")) {
+        blocks.push({ line: block.line, text: block.lines.join("\n") });
+        block = undefined;
+      } else block.lines.push(line);
+      continue;
+    }
+    const heading = /^(#+)\s+(.*)$/.exec(line);
+    if (heading) {
+      const level = heading[1]!.length;
+      if (inside !== undefined && level <= inside) inside = undefined;
+      if (inside === undefined && /walk-through/i.test(heading[2]!)) inside = level;
+    } else if (line.trim() === "```sh" && inside !== undefined) {
+      block = { line: i + 2, lines: [] };
+    }
+  }
+  return blocks;
+}
+
+/** An expectation comment: a status and maybe a body, or a JSON body; undefined for prose. */
+function expectation(comment: string): Step["expected"] {
+  const status = /^(\d{3})(?:\s+(.+))?$/.exec(comment);
+  if (status) return { status: Number(status[1]), body: status[2] };
+  return /^[[{]/.test(comment) ? { body: comment } : undefined;
+}
+
+/** The trailing comment of a command line (a ` # ` outside quotes), and the line without it. */
+function splitComment(line: string): { code: string; comment: string | undefined } {
+  let quote: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i]!;
+    if (quote) {
+      if (char === quote) quote = undefined;
+      else if (char === "\\" && quote === '"') i++;
+    } else if (char === "'" || char === '"') quote = char;
+    else if (char === "#" && (i === 0 || /\s/.test(line[i - 1]!))) return { code: line.slice(0, i).trimEnd(), comment: line.slice(i + 1).trim() };
+  }
+  return { code: line, comment: undefined };
+}
+
+/** What the check puts instead of a value the reader reads elsewhere. */
+function readValue(code: string, comment: string | undefined): string {
+  const assignment = /^([A-Z_][A-Z0-9_]*)=\S+$/.exec(code);
+  if (!assignment || comment === undefined) return code;
+  if (/mail in the dev terminal/.test(comment)) return `${assignment[1]}=$(curl -sf "$README_CHECK/mail-code")`;
+  if (/authenticator app shows/.test(comment)) return `${assignment[1]}=$(curl -sf "$README_CHECK/totp?secret=$SECRET")`;
+  return code;
+}
+
+/** The steps of a block: each command (with its continuation lines) and the answer shown for it. */
+export function stepsOf(file: string, block: { line: number; text: string }): Step[] {
+  const steps: Step[] = [];
+  const lines = block.text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const at = `${file}:${block.line + i}`;
+    const { code, comment } = splitComment(lines[i]!);
+    if (code.trim() === "") continue;
+    let command = readValue(code, comment);
+    let trailing = comment;
+    while (command.endsWith("\\") && i + 1 < lines.length) {
+      const next = splitComment(lines[++i]!);
+      command = `${command}\n${next.code}`;
+      trailing = next.comment;
+    }
+    // The answer: on the command's own line, or the comment line right after it.
+    let expected = trailing === undefined ? undefined : expectation(trailing);
+    const following = lines[i + 1]?.trim();
+    if (!expected && following?.startsWith("#")) expected = expectation(following.slice(1).trim());
+    steps.push({ at, command: command.replaceAll(DOC_ORIGIN, "$README_ORIGIN"), expected });
+  }
+  return steps;
+}
+
+// --- Running them ------------------------------------------------------------------------------------
+
+/**
+ * Runs the steps in one bash, each one's output and status kept apart; answers them in order. Not
+ * spawnSync: this process serves the mail codes and TOTP codes the script asks for while it runs.
+ */
+async function runInBash(name: string, steps: Step[]): Promise<Array<{ output: string; error: string; status: number | undefined }>> {
+  const dir = mkdtempSync(join(tmp, `${name}-`));
+  const script = [
+    "set -u",
+    ...steps.map((step, i) => `{ ${step.command}\n} >"${dir}/${i}.out" 2>"${dir}/${i}.err"; echo $? >"${dir}/${i}.rc"`),
+  ].join("\n");
+  writeFileSync(join(dir, "walk-through.sh"), script);
+  const bash = spawn("bash", [join(dir, "walk-through.sh")], {
+    cwd: dir,
+    env: { ...process.env, README_ORIGIN: worker!.origin, README_CHECK: helperUrl },
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: RUN_TIMEOUT_MS,
+  });
+  let stderr = "";
+  bash.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  await new Promise<void>((resolve, reject) => bash.once("error", reject).once("close", () => resolve()));
+  const read = (file: string) => {
+    try {
+      return readFileSync(join(dir, file), "utf8");
+    } catch {
+      return undefined;
+    }
+  };
+  return steps.map((_, i) => ({
+    output: read(`${i}.out`) ?? "",
+    error: read(`${i}.err`) ?? (bash.signalCode ? `bash was stopped (${bash.signalCode}) after ${RUN_TIMEOUT_MS / 1000} s` : stderr),
+    status: read(`${i}.rc`) === undefined ? undefined : Number(read(`${i}.rc`)),
+  }));
+}
+
+/** The expected text as a pattern: `…` is any text, an ISO timestamp any timestamp, the rest literal. */
+function pattern(expected: string): RegExp {
+  const iso = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll("…", "[\\s\\S]*?");
+  const parts = expected.split(iso).map(literal);
+  return new RegExp(`^${parts.join("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z")}$`);
+}
+
+/** Why the output differs from what the walk-through shows, or undefined. */
+function mismatch(step: Step, output: string): string | undefined {
+  const expected = step.expected!;
+  const head = /^HTTP\/[\d.]+ (\d{3})[^\n]*\r?\n([\s\S]*?)\r?\n\r?\n/.exec(output);
+  if (expected.status !== undefined && !head) return `shows status ${expected.status}, but the command prints no status line (curl -i)`;
+  if (head && expected.status !== undefined && Number(head[1]) !== expected.status) return `shows status ${expected.status}, got ${head[1]}`;
+  const body = (head ? output.slice(head[0].length) : output).trim();
+  if (expected.body !== undefined && !pattern(expected.body).test(body)) return `shows ${expected.body}\n  got   ${body}`;
+  return undefined;
+}
+
+/** Runs a document's walk-throughs; the failures, one a line, with where they are. */
+async function walkThrough(file: string): Promise<string[]> {
+  const steps = walkThroughBlocks(readFileSync(join(root, file), "utf8")).flatMap((block) => stepsOf(file, block));
+  assert.ok(steps.some((step) => step.expected), `${file}: no walk-through with an answer to check`);
+  const results = await runInBash(file.replace(/\W/g, "_"), steps);
+  const failures: string[] = [];
+  for (const [i, step] of steps.entries()) {
+    const { output, error, status } = results[i]!;
+    const where = `${step.at}: ${step.command.split("\n")[0]}`;
+    if (status === undefined) {
+      failures.push(`${where}\n  did not run: the shell stopped before it (${tail(error, 3)})`);
+      break;
+    }
+    if (status !== 0) failures.push(`${where}\n  exited with ${status}: ${tail(error, 3)}`);
+    else if (step.expected) {
+      const why = mismatch(step, output);
+      if (why) failures.push(`${where}\n  ${why}`);
+    }
+  }
+  return failures;
+}
+
+// --- What the reader reads elsewhere: the dev terminal's mail, the authenticator app ----------------
+
+async function startMailbox(): Promise<number> {
+  smtp = new SMTPServer({
+    authMethods: ["PLAIN", "LOGIN"],
+    allowInsecureAuth: true,
+    disabledCommands: ["STARTTLS"],
+    logger: false,
+    onAuth: (auth, _session, callback) => callback(null, { user: auth.username }),
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        void PostalMime.parse(Buffer.concat(chunks)).then((mail) => {
+          // What the dev catcher shows as ">>> CODE: … <<<".
+          const code = /\b\d{6}\b/.exec(mail.text ?? "")?.[0];
+          if (code) mailedCodes.push(code);
+          callback();
+        }, callback);
+      });
+    },
+  });
+  const net = (smtp as unknown as { server: NetServer }).server;
+  await new Promise<void>((resolve, reject) => {
+    net.once("error", reject);
+    smtp!.listen(0, "127.0.0.1", resolve);
+  });
+  return (net.address() as AddressInfo).port;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The code of the next mail that holds one, once it has arrived (mail goes out after the answer). */
+async function nextMailedCode(): Promise<string | undefined> {
+  for (const deadline = Date.now() + MAIL_WAIT_MS; Date.now() < deadline; await sleep(100)) {
+    if (mailedCodes.length > codesRead) return mailedCodes[codesRead++];
+  }
+  return undefined;
+}
+
+/** A code of the authenticator app for `secret`, of a step no code was given for yet. */
+async function nextTotp(secret: string): Promise<string> {
+  const step = Math.max(stepAt(Date.now()), lastTotpStep + 1);
+  // The API takes the step after the current one (drift); one further waits, as a person waits for the app.
+  while (stepAt(Date.now()) < step - 1) await sleep(Math.min(1000, TOTP_STEP_SECONDS * 1000));
+  lastTotpStep = step;
+  return totpAt(base32Decode(secret), step);
+}
+
+async function startHelper(): Promise<void> {
+  helper = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const answer = (value: string | undefined) => {
+      res.statusCode = value === undefined ? 404 : 200;
+      res.end(value ?? "");
+    };
+    if (url.pathname === "/mail-code") void nextMailedCode().then(answer);
+    else if (url.pathname === "/totp") void nextTotp(url.searchParams.get("secret") ?? "").then(answer, () => answer(undefined));
+    else answer(undefined);
+  });
+  await new Promise<void>((resolve) => helper!.listen(0, "127.0.0.1", resolve));
+  helperUrl = `http://127.0.0.1:${(helper.address() as AddressInfo).port}`;
+}
+
+before(
+  async () => {
+    for (const tool of ["bash", "curl", "jq"]) {
+      assert.equal(spawnSync(tool, ["--version"]).error, undefined, `the walk-throughs need ${tool} (apt-get install ${tool})`);
+    }
+    const smtpPort = await startMailbox();
+    await startHelper();
+    // .dev.vars as `npm run dev` creates it, with this test's mail server.
+    const devVars = readFileSync(join(root, ".dev.vars.example"), "utf8")
+      .replace(/^JWT_SECRET_KEY=.*$/m, `JWT_SECRET_KEY=${randomBytes(32).toString("base64url")}`)
+      .replace(/^SMTP_PORT=.*$/m, `SMTP_PORT=${smtpPort}`);
+    worker = await startDevWorker(Object.fromEntries(Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]]))));
+  },
+  { timeout: 90_000 },
+);
+
+after(async () => {
+  await worker?.stop();
+  await new Promise<void>((resolve) => (smtp ? smtp.close(() => resolve()) : resolve()));
+  await new Promise<void>((resolve) => (helper ? helper.close(() => resolve()) : resolve()));
+  rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+});
+
+test("the README's walk-throughs run top to bottom and answer what they show", { timeout: RUN_TIMEOUT_MS + 10_000 }, async () => {
+  assert.deepEqual(await walkThrough("README.md"), []);
+});
+
+test("docs/sessions.md's walk-through runs after them, in a new terminal, and answers what it shows", { timeout: RUN_TIMEOUT_MS + 10_000 }, async () => {
+  assert.deepEqual(await walkThrough("docs/sessions.md"), []);
+});
