@@ -39,6 +39,9 @@ export default defineConfig(async () => {
               // tests the budget on a database of its own (MAIL_DB).
               MAIL_HOURLY_LIMIT: "1000000",
               MAIL_DAILY_LIMIT: "1000000",
+              // Passkeys as in development: the software authenticator of test/auth/passkeys signs for
+              // localhost from http://localhost:8787 (WEBAUTHN_ORIGINS's default for localhost).
+              WEBAUTHN_RP_ID: "localhost",
             },
           },
         };

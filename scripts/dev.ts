@@ -113,6 +113,17 @@ function applyMigrations(): void {
   else console.log(output); // neither: show what wrangler said rather than guess
 }
 
+/**
+ * Passkeys are accepted only from the origins of WEBAUTHN_ORIGINS, whose localhost default is port 8787: on
+ * another port (`-- --port 9000`) the worker is told http://localhost:<port>, unless .dev.vars names origins.
+ */
+function passkeyOrigin(args: string[]): string[] {
+  const port = argument(args, "--port");
+  const vars = parseEnv(readFileSync(".dev.vars", "utf8"));
+  if (port === undefined || vars.WEBAUTHN_ORIGINS?.trim() || vars.WEBAUTHN_RP_ID?.trim() !== "localhost") return [];
+  return ["--var", `WEBAUTHN_ORIGINS:http://localhost:${port}`];
+}
+
 createDevVars();
 const wranglerArgs = process.argv.slice(2);
 const catcherAt = catcherAddress();
@@ -121,7 +132,7 @@ applyMigrations();
 const catcher = catcherAt && (await startMailCatcher(catcherAt.host, catcherAt.port));
 if (catcherAt && !catcher) fail(["Not starting the worker without its mail catcher (see the warning above)."]);
 
-const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs], { stdio: "inherit" });
+const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs)], { stdio: "inherit" });
 
 // On Ctrl+C the terminal signals wrangler too; forwarding matters when only this process is signalled.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

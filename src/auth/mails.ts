@@ -27,8 +27,11 @@ export function sendPasswordResetCode(mailer: Mailer, to: string, code: string):
   return sendEmail(mailer, { to, subject: "Reset Your Password", text: `Your password reset code is: ${code}` }, "password_reset");
 }
 
+/** After a reset or a change: passkeys are not touched by either, so the notice says they still sign in. */
 export function sendPasswordChangedNotice(mailer: Mailer, to: string): Promise<void> {
-  const text = "Your password was changed and your other sessions were signed out. If this was not you, reset your password now.";
+  const text =
+    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+    "remove any you do not recognise. If this was not you, reset your password now.";
   return sendEmail(mailer, { to, subject: "Your Password Was Changed", text }, "password_changed");
 }
 
@@ -86,4 +89,19 @@ export function sendMfaGuessingNotice(mailer: Mailer, to: string): Promise<void>
 export function sendRecoveryCodeUsedNotice(mailer: Mailer, to: string, left: number): Promise<void> {
   const text = `A recovery code of your account was used. ${left} recovery codes are left. If this was not you, reset your password at once.`;
   return sendEmail(mailer, { to, subject: "Recovery Code Used", text }, "recovery_code_used");
+}
+
+/** A passkey was added to the account: it signs in without the password. */
+export function sendPasskeyAddedNotice(mailer: Mailer, to: string, name: string): Promise<void> {
+  const text = [
+    `A passkey named "${name}" was added to your account. It signs in without your password.`,
+    "If this was not you, remove it at once (your passkeys are listed in your account's security settings) and change your password.",
+  ].join("\n");
+  return sendEmail(mailer, { to, subject: "A Passkey Was Added to Your Account", text }, "passkey_added");
+}
+
+/** A passkey was removed from the account. */
+export function sendPasskeyRemovedNotice(mailer: Mailer, to: string, name: string): Promise<void> {
+  const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
+  return sendEmail(mailer, { to, subject: "A Passkey Was Removed from Your Account", text }, "passkey_removed");
 }

@@ -28,6 +28,8 @@ export async function createAccount(db: Database, email: string, passwordHash: s
           mailWindowStart: sql<number>`${now}`.as("mailWindowStart"),
           mailsInWindow: sql<number>`1`.as("mailsInWindow"),
           signInEpoch: sql<number>`0`.as("sign_in_epoch"),
+          // Set by the account's first passkey registration (auth/passkeys/store.ts).
+          webauthnHandle: sql<string | null>`NULL`.as("webauthn_handle"),
         })
         .from(sql`(SELECT 1)`)
         .where(sql`NOT ${reserved(email, now)}`),
