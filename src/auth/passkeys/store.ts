@@ -170,7 +170,8 @@ export async function claimSignIn(db: Database, challenge: string, credentialId:
         publicKey: passkeys.publicKey,
         counter: passkeys.counter,
         transports: passkeys.transports,
-        userId: users.id,
+        // No column name twice (a batch's rows come back keyed by name): the user id is the passkey's.
+        userId: passkeys.userId,
         email: users.email,
         signInEpoch: users.signInEpoch,
         handle: users.webauthnHandle,

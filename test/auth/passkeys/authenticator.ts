@@ -157,7 +157,7 @@ export class SoftwarePasskey {
 
   /**
    * What navigator.credentials.get() answers for `options` (the `options` of login/options), as JSON: the
-   * counter moves on first when the passkey counts. `userHandle: null` sends none.
+   * counter moves on first when the passkey counts. `userHandle: null` sends none (nor does a passkey never registered).
    */
   async assert(options: { challenge: string; rpId: string }, overrides: CeremonyOverrides & { counter?: number; userHandle?: string | null } = {}) {
     if (this.counting) this.counter++;
@@ -174,7 +174,7 @@ export class SoftwarePasskey {
       id: this.id,
       rawId: this.id,
       type: "public-key",
-      response: { clientDataJSON: b64url(data), authenticatorData: b64url(authData), signature: b64url(signature), ...(userHandle !== null && { userHandle }) },
+      response: { clientDataJSON: b64url(data), authenticatorData: b64url(authData), signature: b64url(signature), ...(userHandle ? { userHandle } : {}) },
       authenticatorAttachment: "platform",
       clientExtensionResults: {},
     };
