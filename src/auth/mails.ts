@@ -55,7 +55,7 @@ export function sendEmailChangedNotice(mailer: Mailer, to: string, newEmail: str
 export function sendEmailChangeRevertedNotice(mailer: Mailer, to: string, restoredEmail: string): Promise<void> {
   const text = [
     `The email address of your account was changed back to ${maskEmail(restoredEmail)} with the undo link mailed to that address, so this address no longer signs in.`,
-    "Every session was signed out, the password cleared and any second factor added since the change removed.",
+    "Every session was signed out, the password cleared and any second factor or passkey added since the change removed.",
     "If this was not you, someone who holds that mailbox has taken the account: contact us at once.",
   ].join("\n");
   return sendEmail(mailer, { to, subject: "Your Email Address Was Changed Back", text }, "email_change_reverted");

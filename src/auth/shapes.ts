@@ -41,7 +41,8 @@ export const Session = v.object({
   user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
   amr: described(
     v.array(v.string()),
-    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors)",
+    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors), " +
+      "`hwk` (a device-bound passkey), `swk` (a synced passkey)",
   ),
   current: described(v.boolean(), "True for the session of the token that asked"),
 });

@@ -8,6 +8,7 @@ import { mailerOf, sendPasskeyAddedNotice } from "../mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
 import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "../schemas";
+import { PASSKEY_REFUSALS } from "../shapes";
 import { reauthenticate } from "../session/step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
 import { addPasskey, claimRegistrationChallenge, MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS, startRegistration } from "./store";
@@ -69,7 +70,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
         "400": {
           description: "Refused (JSON, with a reason for the app), or a malformed body (plain text)",
           content: {
-            "application/json": { schema: ref("PasskeyRefusal"), example: refusal("challenge") },
+            "application/json": { schema: ref("PasskeyRefusal"), examples: Object.fromEntries(PASSKEY_REFUSALS.map((reason) => [reason, { value: refusal(reason) }])) },
             "text/plain": { schema: { type: "string", enum: [AuthMessage.passkeyResponseRequired, AuthMessage.passkeyResponseInvalid, AuthMessage.passkeyNameString, AuthMessage.passkeyNameInvalid, ...badJson] } },
           },
         },

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
 import { passkeyChallenges, passkeys, users } from "../../db/schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
@@ -195,4 +195,12 @@ export async function recordSignIn(db: Database, passkeyId: string, asserted: { 
     .where(and(eq(passkeys.id, passkeyId), forward))
     .returning({ id: passkeys.id });
   return used !== undefined;
+}
+
+/**
+ * The statement that removes the passkeys the account added at or after `since`, while `condition` holds:
+ * the undo of an e-mail change takes away what whoever changed the address added (account/store.ts).
+ */
+export function removePasskeysAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
+  return db.delete(passkeys).where(and(eq(passkeys.userId, userId), gte(passkeys.createdAt, since), condition));
 }
