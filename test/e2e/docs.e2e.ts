@@ -1,11 +1,9 @@
 /**
  * `npm run test:e2e`: GET /docs in a real browser against a real `wrangler dev`.
  *
- * - Starts the worker with `wrangler dev` on a free loopback port, with its own temporary D1 (migrated
- *   first with `wrangler d1 migrations apply DB --local`) and none of the developer's local settings:
- *   `--env-file` points at an empty file, so `.dev.vars` is not read, and
- *   CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV=false keeps `.env` and this shell's environment out too. The
- *   worker sees wrangler.toml's [vars] and the `--var`s below only; mail is unconfigured.
+ * - Starts the worker with `wrangler dev` on a free loopback port (wrangler-dev.ts), with its own temporary
+ *   D1 and none of the developer's local settings (`.dev.vars`, `.env` and this shell's variables are not
+ *   read): the worker sees wrangler.toml's [vars] and the `--var`s below only; mail is unconfigured.
  * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
  *   never downloads a browser.
  * - Validates /openapi.json against the official OpenAPI 3.1 schema.
@@ -14,45 +12,21 @@
  *   the page, and that the page talked to no origin but the worker's and logged no error.
  * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { CHROMIUM_ARGS, chromiumPath, root, startWorker, type Worker } from "./wrangler-dev.ts";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-// wrangler's JS entry run with this same Node (22): the `.bin` shim would use whatever `node` is on PATH.
-const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
 const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
-const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const STARTUP_TIMEOUT_MS = 60_000;
 
 type Note = { id: number; title: string; content: string; created_at: string };
 type OpenApi = { paths: Record<string, Record<string, unknown>> };
 const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-// Everything the run creates, so `after` can undo whatever part of `before` got done.
-const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-"));
-const persistDir = join(tmp, "state");
-const userDataDir = join(tmp, "chromium-profile");
-const emptyEnvFile = join(tmp, "empty.env");
-let worker: ChildProcess | undefined;
-let workerExited: Promise<void> = Promise.resolve();
-let workerOutput = "";
+let worker: Worker | undefined;
 let context: BrowserContext | undefined;
 let page: Page;
 let origin = "";
@@ -60,100 +34,6 @@ const pageRequests: string[] = [];
 const consoleErrors: string[] = [];
 // Console lines a test caused on purpose (Chromium logs every 4xx answer as an error).
 const provokedErrors: string[] = [];
-
-/** A port the OS just handed out on loopback (bound to port 0, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port from the OS");
-  return address.port;
-}
-
-/** wrangler's environment: no metrics, no colours, logs in our temp dir, no secrets from .env or process.env. */
-function wranglerEnv(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "false",
-    WRANGLER_SEND_METRICS: "false",
-    WRANGLER_SEND_ERROR_REPORTS: "false",
-    WRANGLER_LOG_PATH: join(tmp, "wrangler-logs"),
-    NO_COLOR: "1",
-    FORCE_COLOR: "0",
-  };
-}
-
-function tail(text: string, lines = 40): string {
-  return text.trimEnd().split("\n").slice(-lines).join("\n");
-}
-
-async function startWorker(): Promise<void> {
-  writeFileSync(emptyEnvFile, "");
-  const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir], {
-    cwd: root,
-    env: wranglerEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-    encoding: "utf8",
-    timeout: 30_000,
-  });
-  if (migrate.status !== 0) {
-    throw new Error(`wrangler d1 migrations apply failed (status ${migrate.status}):\n${tail(migrate.stdout + migrate.stderr)}`);
-  }
-
-  const port = await freePort();
-  const inspectorPort = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  const args = [
-    wrangler, "dev",
-    "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort),
-    "--persist-to", persistDir,
-    "--env-file", emptyEnvFile,
-    "--var", "NOTES_AUTH:off",
-    "--show-interactive-dev-session=false",
-  ];
-  // Its own process group, so the whole tree (wrangler, workerd) can be stopped with one signal.
-  const child = spawn(process.execPath, args, { cwd: root, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
-  worker = child;
-  workerExited = new Promise((resolve) => child.once("exit", () => resolve()));
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (workerOutput += chunk));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (workerOutput += chunk));
-
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`wrangler dev exited (${child.exitCode ?? child.signalCode}) before answering:\n${tail(workerOutput)}`);
-    }
-    try {
-      const response = await fetch(`${origin}/openapi.json`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`wrangler dev did not answer on ${origin} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${tail(workerOutput)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-async function stopWorker(): Promise<void> {
-  const child = worker;
-  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
-  const group = -child.pid;
-  try {
-    process.kill(group, "SIGTERM");
-  } catch {
-    return; // the group is gone already
-  }
-  const stopped = await Promise.race([workerExited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5_000))]);
-  // wrangler may exit before its workerd does; whatever is left in the group goes now.
-  try {
-    process.kill(group, stopped ? "SIGTERM" : "SIGKILL");
-  } catch {
-    // nothing left
-  }
-}
 
 /** The operation on the page whose summary shows exactly this method and path. */
 function operation(method: string, path: string): Locator {
@@ -184,32 +64,14 @@ async function takeScreenshot(): Promise<void> {
   screenshotTaken = true;
 }
 
-// Ctrl+C reaches this process but not wrangler, which runs in its own process group: stop it from here.
-function stopWorkerNow(): void {
-  if (worker?.pid && worker.exitCode === null && worker.signalCode === null) {
-    try {
-      process.kill(-worker.pid, "SIGKILL");
-    } catch {
-      // gone already
-    }
-  }
-}
-process.once("exit", stopWorkerNow);
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    stopWorkerNow();
-    rmSync(tmp, { recursive: true, force: true });
-    process.exit(130);
-  });
-}
-
 before(
   async () => {
     if (!existsSync(chromiumPath)) {
       throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
     }
-    await startWorker();
-    context = await chromium.launchPersistentContext(userDataDir, {
+    worker = await startWorker({ NOTES_AUTH: "off" });
+    origin = `http://127.0.0.1:${worker.port}`;
+    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
       executablePath: chromiumPath,
       headless: true,
       args: CHROMIUM_ARGS,
@@ -236,15 +98,15 @@ after(async () => {
     if (context && !screenshotTaken) await takeScreenshot().catch(() => {});
     await context?.close();
   } finally {
-    await stopWorker();
-    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+    await worker?.stop();
   }
 });
 
 test("the worker runs without the developer's .dev.vars, .env or shell variables", () => {
   // wrangler names every file it takes secrets from, and lists the bindings (secrets only by name).
-  assert.doesNotMatch(workerOutput, /Using secrets defined in/);
-  assert.doesNotMatch(workerOutput, /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
+  const output = worker!.output();
+  assert.doesNotMatch(output, /Using secrets defined in/);
+  assert.doesNotMatch(output, /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
 });
 
 // The Workers runtime that runs the other tests forbids generating code, which every full JSON Schema
