@@ -69,6 +69,13 @@ function derSignature(raw: Uint8Array): Uint8Array {
   return concat(Uint8Array.of(0x30, sequence.length), sequence);
 }
 
+/** A key pair as WebCrypto makes it (named here: Node's types have neither CryptoKeyPair nor CryptoKey as globals). */
+type Key = Parameters<typeof crypto.subtle.exportKey>[1];
+interface KeyPair {
+  publicKey: Key;
+  privateKey: Key;
+}
+
 export interface Flags {
   up?: boolean;
   uv?: boolean;
@@ -106,11 +113,11 @@ export class SoftwarePasskey {
   counter = 0;
   userHandle = "";
 
-  private readonly keys: CryptoKeyPair;
+  private readonly keys: KeyPair;
   readonly counting: boolean;
   readonly flags: Flags;
 
-  private constructor(keys: CryptoKeyPair, counting: boolean, flags: Flags, credentialId: Uint8Array) {
+  private constructor(keys: KeyPair, counting: boolean, flags: Flags, credentialId: Uint8Array) {
     this.keys = keys;
     this.credentialId = credentialId;
     this.counting = counting;
@@ -119,7 +126,7 @@ export class SoftwarePasskey {
 
   /** A new passkey; `credentialId` another's id (an impostor: the same id, another key). */
   static async create({ counting = true, flags = {}, credentialId }: { counting?: boolean; flags?: Flags; credentialId?: Uint8Array } = {}): Promise<SoftwarePasskey> {
-    const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
+    const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as KeyPair;
     return new SoftwarePasskey(keys, counting, flags, credentialId ?? crypto.getRandomValues(new Uint8Array(32)));
   }
 
