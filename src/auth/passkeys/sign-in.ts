@@ -8,7 +8,7 @@ import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
 import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "../schemas";
 import { readDeviceToken } from "../session/devices";
-import { jwtSecretOf, passGate, type SignInProof } from "../session/gate";
+import { jwtSecretOf, openSession, type SignInProof } from "../session/gate";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
 import { claimSignIn, PASSKEY_CHALLENGE_TTL_MS, recordSignIn, storeSignInChallenge } from "./store";
@@ -40,10 +40,12 @@ async function passkeySignIn(c: Context<AppEnv>, rp: WebAuthnConfig, response: A
 
   const account = { id: passkey.userId, email: passkey.email, signInEpoch: passkey.signInEpoch };
   const deviceId = await readDeviceToken(deviceToken, account, jwtSecretOf(c), now);
-  // User verification makes a passkey two factors (what the user has, and their fingerprint, face or PIN).
+  // User verification makes a passkey two factors (what the user has, and their fingerprint, face or PIN):
+  // nothing is due, so the gate opens the session at once (openSession, as after a second factor), and the
+  // typed client sees a login's answer only.
   const proof: SignInProof = { account, amr: [asserted.deviceBound ? "hwk" : "swk", "mfa"], deviceId, factorDue: false };
   log.info("passkey_sign_in", { userId: passkey.userId, passkeyId: passkey.id });
-  return passGate(c, proof);
+  return openSession(c, proof, []);
 }
 
 /** Signing in with a passkey: the options (anyone may ask), then the assertion. See docs/passkeys.md. */
