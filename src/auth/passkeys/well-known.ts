@@ -33,7 +33,7 @@ export function appleAppSiteAssociation(appIds: string[]) {
 
 const unconfigured = (what: string) => ({
   "404": jsonError(`${what} is empty: no app is associated`, NOT_CONFIGURED),
-  "503": jsonError(`${what} is malformed (the message names the problem)`, "ANDROID_APP_FINGERPRINTS: …"),
+  "503": jsonError(`${what} is malformed (the message names the problem)`, `${what}: "…" is not …`),
 });
 const wellKnownTag = ["native apps"];
 

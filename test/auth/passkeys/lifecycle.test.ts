@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bearer, call, confirmEmailChange, count, emailChangeCode, logIn, mailsWithSubject, NEW_PASSWORD, PASSWORD, PASSWORD_CHANGED_TEXT, randomEmail, reset, resetCode, revertTokenMailed, storedUser, Subject, textOf } from "../../helpers";
-import { INVALID_PASSKEY, registeredPasskey, signedInAccount, signIn, storedPasskeys } from "./support";
+import { bearer, call, confirmEmailChange, count, emailChangeCode, fireCron, logIn, mailsWithSubject, NEW_PASSWORD, PASSWORD, PASSWORD_CHANGED_TEXT, randomEmail, reset, resetCode, revertTokenMailed, storedUser, Subject, textOf } from "../../helpers";
+import { expireChallenge, INVALID_PASSKEY, registeredPasskey, requestOptions, signedInAccount, signIn, storedChallenge, storedPasskeys } from "./support";
 
 /**
  * Passkeys across the account's life: deleting the account takes them with it; a new password (reset or
@@ -49,5 +49,13 @@ describe("passkeys and the account's life", () => {
     expect((await storedPasskeys(owner)).map((passkey) => passkey.id)).toEqual([before.id]);
     expect(await textOf(await signIn(added.passkey))).toEqual(INVALID_PASSKEY);
     expect((await signIn(before.passkey)).status).toBe(200);
+  });
+
+  it("leave no challenge behind: the hourly clean-up deletes those past their five minutes and keeps live ones", async () => {
+    const [gone, live] = [await requestOptions(), await requestOptions()];
+    await expireChallenge(gone.challenge);
+    await fireCron();
+    expect(await storedChallenge(gone.challenge)).toBeNull();
+    expect(await storedChallenge(live.challenge)).not.toBeNull();
   });
 });
