@@ -36,7 +36,7 @@ const projects = [
 const TABLES = {
   accounts: [
     "users", "sessions", "oneTimeCodes", "resetRequests", "resetMailAllowances", "emailChangeReverts", "mfaFactors", "mfaRecoveryCodes",
-    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows",
+    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows", "passkeys", "passkeyChallenges",
   ],
   notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
 };

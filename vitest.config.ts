@@ -54,6 +54,9 @@ export default defineConfig(async () => {
               MAIL_HOURLY_LIMIT: "1000000",
               MAIL_DAILY_LIMIT: "1000000",
               MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "1000000",
+              // Passkeys as in development: the software authenticator of test/auth/passkeys signs for
+              // localhost from http://localhost:8787 (WEBAUTHN_ORIGINS's default for localhost).
+              WEBAUTHN_RP_ID: "localhost",
             }),
           },
         };

@@ -74,7 +74,8 @@ async function main(): Promise<number> {
   const [app, counting] = await Promise.all([buildBundle(root, join(buildDir, "app")), buildBundle(root, join(buildDir, "counting"), "bench/counting-entry.ts")]);
   log(`[bench] bundle: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
 
-  const vars = { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST) };
+  // Passkeys as in development (RP ID localhost, origin http://localhost:8787), for the passkey sign-in rows.
+  const vars = { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST), WEBAUTHN_RP_ID: "localhost" };
   const rt = await startRuntime({ root, app, counting, vars });
   runtime = rt;
   const failures: string[] = [];

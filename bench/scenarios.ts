@@ -8,6 +8,8 @@ import { median, send, type RequestSpec } from "./lib/load.ts";
 import { cpu, fmt, throughput, type Context, type Row, type Scenario, type Table } from "./lib/measure.ts";
 import type { Options } from "./lib/options.ts";
 import type { Runtime } from "./lib/runtime.ts";
+// The tests' software authenticator (no imports of its own: it runs in Node as in workerd).
+import { SoftwarePasskey } from "../test/auth/passkeys/authenticator.ts";
 
 export const BCRYPT_COST = 10;
 const PASSWORD = "bench password 123";
@@ -120,6 +122,43 @@ function poll(size: number) {
   };
 }
 
+// A passkey sign-in: a passkey registered through the API once, then assertions signed ahead of time, so
+// that the CPU row counts the worker's work only (the options' requests are their own row).
+
+/** The account the passkey rows use (the refresh chain uses the last one). */
+const PASSKEY_ACCOUNT = ACCOUNTS - 2;
+let passkey: SoftwarePasskey | undefined;
+let assertions: string[] = [];
+
+async function expectJson<T>(ctx: Context, url: string, spec: RequestSpec, status: number): Promise<T> {
+  const answer = await send(url, spec);
+  if (answer.status !== status) throw new Error(`bench: ${spec.method} ${spec.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  return JSON.parse(answer.body) as T;
+}
+
+/** Registers the passkey (once), and signs `count` assertions, each for a challenge of its own. */
+async function passkeyAssertions(ctx: Context, count: number): Promise<void> {
+  const url = ctx.rt.urls.app;
+  await accounts(ctx.rt);
+  if (!passkey) {
+    const { token } = await expectJson<{ token: string }>(ctx, url, login(PASSKEY_ACCOUNT), 200);
+    const headers = { Authorization: `Bearer ${token}` };
+    type Creation = { options: { challenge: string; rp: { id: string }; user: { id: string } } };
+    const { options } = await expectJson<Creation>(ctx, url, { method: "POST", path: "/auth/passkeys/register/options", body: JSON.stringify({ password: PASSWORD }), headers }, 200);
+    const created = await SoftwarePasskey.create();
+    const response = await created.register(options);
+    await expectJson(ctx, url, { method: "POST", path: "/auth/passkeys/register/verify", body: JSON.stringify({ response }), headers }, 201);
+    passkey = created;
+  }
+  assertions = [];
+  for (let i = 0; i < count; i++) {
+    const { options } = await expectJson<{ options: { challenge: string; rpId: string } }>(ctx, url, passkeyOptions(), 200);
+    assertions.push(JSON.stringify({ response: await passkey.assert(options) }));
+  }
+}
+
+const passkeyOptions = (): RequestSpec => ({ method: "POST", path: "/auth/passkeys/login/options", body: "{}" });
+
 // bcrypt inside workerd, and login against one compare
 const BCRYPT: Table = {
   title: "bcrypt inside workerd",
@@ -225,6 +264,15 @@ export function scenarios(opts: Options): Scenario[] {
         if (previous) refreshToken = (JSON.parse(previous.body) as { refresh_token: string }).refresh_token;
         return { method: "POST", path: "/auth/refresh", body: JSON.stringify({ refresh_token: refreshToken }) };
       },
+    }),
+    cpu({ key: "passkey-options", label: "POST /auth/passkeys/login/options", requests: 200, setup: async ({ rt }) => void (await accounts(rt)), next: passkeyOptions }),
+    cpu({
+      key: "passkey-sign-in",
+      label: "POST /auth/passkeys/login/verify (ES256, one passkey sign-in)",
+      requests: 100,
+      // Every request of the row's three repetitions needs an assertion of its own, signed before they start.
+      setup: (ctx) => passkeyAssertions(ctx, 3 * (ctx.opts.smoke ? Math.max(2, Math.ceil(100 / 20)) : 100)),
+      next: () => ({ method: "POST", path: "/auth/passkeys/login/verify", body: assertions.shift() ?? "{}" }),
     }),
     cpu({
       key: "login",

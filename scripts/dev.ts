@@ -112,6 +112,17 @@ async function localMail(at: { host: string; port: number } | null): Promise<Mai
   return (await startMailCatcher(at.host, at.port)) ?? fail(["Not starting the worker without its mail catcher (see the warning above)."]);
 }
 
+/**
+ * Passkeys are accepted only from the origins of WEBAUTHN_ORIGINS, whose localhost default is port 8787: on
+ * another port (`-- --port 9000`) the worker is told http://localhost:<port>, unless .dev.vars names origins.
+ */
+function passkeyOrigin(args: string[]): string[] {
+  const port = argument(args, "--port");
+  const vars = parseEnv(readFileSync(".dev.vars", "utf8"));
+  if (port === undefined || vars.WEBAUTHN_ORIGINS?.trim() || vars.WEBAUTHN_RP_ID?.trim() !== "localhost") return [];
+  return ["--var", `WEBAUTHN_ORIGINS:http://localhost:${port}`];
+}
+
 createDevVars();
 const wranglerArgs = process.argv.slice(2);
 const catcherAt = catcherAddress();
@@ -119,7 +130,7 @@ await checkWorkerPort(wranglerArgs, catcherAt);
 const catcher = await localMail(catcherAt);
 applyMigrations();
 
-const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs], { stdio: "inherit" });
+const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs)], { stdio: "inherit" });
 
 // On Ctrl+C the terminal signals wrangler too; forwarding matters when only this process is signalled.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

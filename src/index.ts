@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
+import { wellKnown } from "./auth/passkeys/well-known";
 import { authArea } from "./auth/routes";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
@@ -64,6 +65,8 @@ const app = new Hono<AppEnv>()
   .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion }))
   .route("/notes", notesApp)
   .route("/changes", changesApp)
+  // What native apps need to use this domain's passkeys, at the paths their platforms look for.
+  .route("/.well-known", wellKnown)
   // The document lists every route registered here, read when it is first asked for.
   .route("/", docsRoutes((): readonly RegisteredRoute[] => app.routes));
 

@@ -390,7 +390,8 @@ export const NEW_PASSWORD = "a brand new passphrase";
 
 
 export const PASSWORD_CHANGED_TEXT =
-  "Your password was changed and your other sessions were signed out. If this was not you, reset your password now.";
+  "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+  "remove any you do not recognise. If this was not you, reset your password now.";
 
 export function lastRequestId(email: string): string {
   return lastRequestIds.get(email.trim().toLowerCase()) ?? "no-such-request";

@@ -1,5 +1,17 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deploymentWindows, deviceLoginFailures, emailChangeReverts, loginFailures, mfaChallenges, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "../db/schema";
+import {
+  deploymentWindows,
+  deviceLoginFailures,
+  emailChangeReverts,
+  loginFailures,
+  mfaChallenges,
+  oneTimeCodes,
+  passkeyChallenges,
+  resetMailAllowances,
+  resetRequests,
+  sessions,
+  users,
+} from "../db/schema";
 import { DAY, HOUR } from "../lib/units";
 import type { Database } from "../types";
 
@@ -44,5 +56,7 @@ export function authCleanUp(db: Database, now: number) {
     expiredEmailChangeReverts: db.delete(emailChangeReverts).where(lte(emailChangeReverts.expiresAt, now)).returning({ userId: emailChangeReverts.userId }),
     // A second-factor challenge past its five minutes can no longer be answered.
     expiredMfaChallenges: db.delete(mfaChallenges).where(lte(mfaChallenges.expiresAt, now)).returning({ userId: mfaChallenges.userId }),
+    // A passkey challenge past its five minutes can no longer be claimed (sign-in options leave one each).
+    expiredPasskeyChallenges: db.delete(passkeyChallenges).where(lte(passkeyChallenges.expiresAt, now)).returning({ challenge: passkeyChallenges.challenge }),
   };
 }

@@ -54,8 +54,11 @@ export function sendPasswordResetCode(
   return mailer.send({ to: to.email, subject: "Reset Your Password", text }, "password_reset", to.verified ? "verified" : "unverified");
 }
 
+/** After a reset or a change: passkeys are not touched by either, so the notice says they still sign in. */
 export function sendPasswordChangedNotice(mailer: AccountsMailer, to: string): Promise<void> {
-  const text = "Your password was changed and your other sessions were signed out. If this was not you, reset your password now.";
+  const text =
+    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+    "remove any you do not recognise. If this was not you, reset your password now.";
   return mailer.send({ to, subject: "Your Password Was Changed", text }, "password_changed", "verified");
 }
 
@@ -83,7 +86,7 @@ export function sendEmailChangedNotice(mailer: AccountsMailer, to: string, newEm
 export function sendEmailChangeRevertedNotice(mailer: AccountsMailer, to: string, restoredEmail: string): Promise<void> {
   const text = [
     `The email address of your account was changed back to ${maskEmail(restoredEmail)} with the undo link mailed to that address, so this address no longer signs in.`,
-    "Every session was signed out, the password cleared and any second factor added since the change removed.",
+    "Every session was signed out, the password cleared and any second factor or passkey added since the change removed.",
     "If this was not you, someone who holds that mailbox has taken the account: contact us at once.",
   ].join("\n");
   return mailer.send({ to, subject: "Your Email Address Was Changed Back", text }, "email_change_reverted", "verified");
@@ -117,4 +120,19 @@ export function sendMfaGuessingNotice(mailer: AccountsMailer, to: string): Promi
 export function sendRecoveryCodeUsedNotice(mailer: AccountsMailer, to: string, left: number): Promise<void> {
   const text = `A recovery code of your account was used. ${left} recovery codes are left. If this was not you, reset your password at once.`;
   return mailer.send({ to, subject: "Recovery Code Used", text }, "recovery_code_used", "verified");
+}
+
+/** A passkey was added to the account: it signs in without the password. */
+export function sendPasskeyAddedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
+  const text = [
+    `A passkey named "${name}" was added to your account. It signs in without your password.`,
+    "If this was not you, remove it at once (your passkeys are listed in your account's security settings) and change your password.",
+  ].join("\n");
+  return mailer.send({ to, subject: "A Passkey Was Added to Your Account", text }, "passkey_added", "verified");
+}
+
+/** A passkey was removed from the account. */
+export function sendPasskeyRemovedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
+  const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
+  return mailer.send({ to, subject: "A Passkey Was Removed from Your Account", text }, "passkey_removed", "verified");
 }

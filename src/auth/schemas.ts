@@ -4,6 +4,7 @@ import { KiB } from "../lib/units";
 import { body, requiredString } from "../lib/validation";
 import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
+import { AuthenticationResponse, RegistrationResponse } from "./passkeys/credential-json";
 
 /** The request body of each accounts endpoint: validation, OpenAPI and client types come from these. */
 
@@ -200,4 +201,33 @@ export const RefreshBody = body({
     requiredString(AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString),
     v.description("The refresh token from the last login or refresh."),
   ),
+});
+
+/**
+ * A passkey step-up's password: its absence is a 401 (the handler's), like a wrong one but not counted; a
+ * value of another type is a 400.
+ */
+const stepUpPassword = v.optional(v.pipe(v.string(AuthMessage.passwordString), v.description("The account's password (step-up).")));
+
+/** A passkey's name: trimmed, 1 to 64 characters, none of them control or invisible formatting characters. */
+const passkeyName = v.pipe(
+  requiredString(AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString),
+  v.transform((name) => name.trim()),
+  v.check((name) => [...name].length <= 64 && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
+  v.description("1 to 64 characters, trimmed; no control characters."),
+);
+
+export const PasskeyStepUpBody = body({ password: stepUpPassword, code: stepUpCode });
+
+export const PasskeyRegisterVerifyBody = body({ response: RegistrationResponse, name: v.optional(passkeyName) });
+
+export const PasskeyRenameBody = body({ name: passkeyName });
+
+/** POST /auth/passkeys/login/options takes an empty object: the user is found by the passkey they pick. */
+export const PasskeyLoginOptionsBody = body({});
+
+export const PasskeyLoginVerifyBody = body({
+  response: AuthenticationResponse,
+  // As in LoginBody: a value that is not one of our tokens counts for nothing.
+  device_token: v.fallback(v.optional(v.pipe(v.string(), v.description("The `device_token` of an earlier sign-in from this device: renewed, not replaced."))), undefined),
 });

@@ -41,7 +41,8 @@ export const Session = v.object({
   user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
   amr: described(
     v.array(v.string()),
-    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors)",
+    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors), " +
+      "`hwk` (a device-bound passkey), `swk` (a synced passkey)",
   ),
   current: described(v.boolean(), "True for the session of the token that asked"),
 });
@@ -67,3 +68,60 @@ export const Me = v.object({
   }),
 });
 export type MeJson = v.InferOutput<typeof Me>;
+
+/** One of the caller's passkeys. */
+export const Passkey = v.object({
+  id: described(v.string(), "Ours (not the credential id): for PATCH and DELETE /auth/passkeys/{id}"),
+  name: described(v.string(), "The name given at registration or since; `Passkey` by default"),
+  created_at: isoTime("The registration"),
+  last_used_at: described(v.nullable(v.pipe(v.string(), v.isoTimestamp())), "The last sign-in with it; null before the first"),
+  backed_up: described(v.boolean(), "The authenticator reports it backed up (a synced passkey) as of its last use"),
+});
+export type PasskeyJson = v.InferOutput<typeof Passkey>;
+
+/** Why POST /auth/passkeys/register/verify refused a new passkey (400). */
+export const PASSKEY_REFUSALS = ["challenge", "origin", "rp_id", "user_verification", "invalid_response"] as const;
+export type PasskeyRefusalReason = (typeof PASSKEY_REFUSALS)[number];
+
+export const PasskeyRefusal = v.object({
+  error: described(v.string(), "What went wrong, for a person"),
+  reason: described(
+    v.picklist(PASSKEY_REFUSALS),
+    "For the app: `challenge` (unknown, used, expired, another account's or a sign-in's: ask for new options), `origin`, `rp_id`, " +
+      "`user_verification` (the authenticator did not verify the user), `invalid_response` (anything else: malformed data, attestation, algorithm)",
+  ),
+});
+export type PasskeyRefusalJson = v.InferOutput<typeof PasskeyRefusal>;
+
+const base64urlText = (description: string) => described(v.string(), `${description}, base64url`);
+const credentialDescriptor = v.object({ id: base64urlText("A credential id"), type: v.literal("public-key"), transports: v.optional(v.array(v.string())) });
+
+/** PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3), as the registration options answer it. */
+export const CreationOptions = v.object({
+  rp: v.object({ id: described(v.string(), "WEBAUTHN_RP_ID"), name: described(v.string(), "WEBAUTHN_RP_NAME") }),
+  user: v.object({
+    id: base64urlText("The account's WebAuthn user handle: 32 random bytes, the same for every passkey of the account"),
+    name: described(v.string(), "The account's address"),
+    displayName: described(v.string(), "The account's address"),
+  }),
+  challenge: base64urlText("32 random bytes, single use"),
+  pubKeyCredParams: described(v.array(v.object({ type: v.literal("public-key"), alg: v.number() })), "ES256 (-7), EdDSA (-8), RS256 (-257)"),
+  timeout: described(v.number(), "Milliseconds: as long as the challenge lives"),
+  excludeCredentials: described(v.array(credentialDescriptor), "The account's passkeys: an authenticator that holds one makes no second"),
+  authenticatorSelection: v.object({ residentKey: v.literal("required"), requireResidentKey: v.literal(true), userVerification: v.literal("required") }),
+  attestation: v.literal("none"),
+  extensions: v.object({ credProps: v.literal(true) }),
+});
+export type CreationOptionsJson = v.InferOutput<typeof CreationOptions>;
+
+/** PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3): no allowCredentials, the user picks a passkey. */
+export const RequestOptions = v.object({
+  rpId: described(v.string(), "WEBAUTHN_RP_ID"),
+  challenge: base64urlText("32 random bytes, single use"),
+  timeout: described(v.number(), "Milliseconds: as long as the challenge lives"),
+  userVerification: v.literal("required"),
+});
+export type RequestOptionsJson = v.InferOutput<typeof RequestOptions>;
+
+export const RegistrationOptions = v.object({ options: CreationOptions });
+export const SignInOptions = v.object({ options: RequestOptions });

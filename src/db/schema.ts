@@ -23,6 +23,10 @@ export const users = sqliteTable("users", {
   // When the password was last set, changed, reset or cleared (0: at registration): device tokens issued
   // before it still mark their device, but share one small allowance of failures (auth/session/devices.ts).
   passwordChangedAt: integer("password_changed_at").notNull().default(0),
+  // The account's WebAuthn user handle (`user.id` of a passkey): 32 random bytes, base64url, set once by the
+  // first passkey registration and never changed. Never the numeric id or the address: ids come back after
+  // a deletion, and an authenticator keeps the handle for as long as it keeps the passkey.
+  webauthnHandle: text("webauthn_handle").unique(),
 });
 
 /** What a one-time code proves when it is entered. */
@@ -243,6 +247,56 @@ export const sessions = sqliteTable(
     amr: text("amr").notNull().default("pwd"),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
+);
+
+/**
+ * The account's passkeys (WebAuthn credentials, auth/passkeys/): our own random `id` is what clients see and
+ * name; the authenticator's credential id is unique across the deployment (one credential, one account).
+ * The public key is the COSE key as registered, base64url. `counter` is the authenticator's signature
+ * counter: a sign-in moves it forward with one conditional UPDATE, unless both stay 0 (synced passkeys).
+ * They go with the account (ON DELETE CASCADE); a password reset or change leaves them in place.
+ */
+export const passkeys = sqliteTable(
+  "passkeys",
+  {
+    // 128 random bits, base64url.
+    id: text("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    credentialId: text("credential_id").notNull().unique(),
+    publicKey: text("public_key").notNull(),
+    counter: integer("counter").notNull().default(0),
+    // The authenticator's "backed up" flag (a synced passkey), as its last ceremony reported it.
+    backedUp: integer("backed_up", { mode: "boolean" }).notNull().default(false),
+    // How the browser may reach the authenticator (`usb`, `internal`, `hybrid`, ...), comma-separated.
+    transports: text("transports").notNull().default(""),
+    name: text("name").notNull(),
+    // Milliseconds since the epoch; last_used_at is null until its first sign-in.
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (table) => [index("passkeys_user_id").on(table.userId)],
+);
+
+/** What a passkey challenge is for: adding a passkey to an account, or signing in with one. */
+export const PASSKEY_CHALLENGE_KINDS = ["registration", "authentication"] as const;
+
+/**
+ * A WebAuthn challenge handed out by a ceremony's options, for PASSKEY_CHALLENGE_TTL_MS: claimed by one
+ * `DELETE … RETURNING` before the response that signed it is checked, so each is used at most once. A
+ * registration challenge belongs to the account that asked; a sign-in challenge to nobody yet.
+ */
+export const passkeyChallenges = sqliteTable(
+  "passkey_challenges",
+  {
+    // 32 random bytes, base64url, as the options carry it and clientDataJSON echoes it.
+    challenge: text("challenge").primaryKey(),
+    kind: text("kind", { enum: PASSKEY_CHALLENGE_KINDS }).notNull(),
+    userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("passkey_challenges_user_id").on(table.userId), index("passkey_challenges_expires_at").on(table.expiresAt)],
 );
 
 export const notes = sqliteTable(

@@ -1,5 +1,5 @@
 import { AuthMessage } from "../auth/messages";
-import { Login, Me, MfaChallenge, Session, Tokens } from "../auth/shapes";
+import { Login, Me, MfaChallenge, Passkey, PasskeyRefusal, RegistrationOptions, Session, SignInOptions, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { NoteMessage } from "../notes/messages";
@@ -55,6 +55,10 @@ function components(): Json {
       Session: schemaOf(Session),
       Me: schemaOf(Me),
       MfaChallenge: schemaOf(MfaChallenge),
+      Passkey: schemaOf(Passkey),
+      PasskeyRefusal: schemaOf(PasskeyRefusal),
+      RegistrationOptions: schemaOf(RegistrationOptions),
+      SignInOptions: schemaOf(SignInOptions),
     },
     parameters: {
       Bookmark: {
@@ -105,7 +109,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): Json {
         "Send request bodies as JSON with `Content-Type: application/json`.",
     },
     servers: [{ url: "/" }],
-    tags: [{ name: "accounts" }, { name: "notes" }, { name: "docs" }],
+    tags: [{ name: "accounts" }, { name: "notes" }, { name: "native apps" }, { name: "docs" }],
     components: components(),
     paths,
   };

@@ -1,8 +1,9 @@
 /**
  * `npm run test:e2e`: GET /docs in a real browser against a real `wrangler dev`.
  *
- * - Starts the worker with `wrangler dev` (worker.ts) on a free loopback port, with its own temporary D1
- *   and none of the developer's local settings: an empty env file, so mail is unconfigured.
+ * - Starts the worker with `wrangler dev` on a free loopback port (wrangler-dev.ts), with its own temporary
+ *   D1 and none of the developer's local settings (`.dev.vars`, `.env` and this shell's variables are not
+ *   read): the worker sees wrangler.toml's [vars] and the `--var`s below only; mail is unconfigured.
  * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
  *   never downloads a browser.
  * - Validates /openapi.json against the official OpenAPI 3.1 schema.
@@ -11,35 +12,21 @@
  *   the page, and that the page talked to no origin but the worker's and logged no error.
  * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
-import { root, startDevWorker, type DevWorker } from "./worker.ts";
+import { CHROMIUM_ARGS, chromiumPath, root, startWorker, type Worker } from "./wrangler-dev.ts";
 
 const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
-const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 type Note = { id: number; title: string; content: string; created_at: string };
 type OpenApi = { paths: Record<string, Record<string, unknown>> };
 const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-// Everything the run creates, so `after` can undo whatever part of `before` got done.
-const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-browser-"));
-const userDataDir = join(tmp, "chromium-profile");
-let worker: DevWorker | undefined;
+let worker: Worker | undefined;
 let context: BrowserContext | undefined;
 let page: Page;
 let origin = "";
@@ -82,9 +69,9 @@ before(
     if (!existsSync(chromiumPath)) {
       throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
     }
-    worker = await startDevWorker({ NOTES_AUTH: "off" });
-    origin = worker.origin;
-    context = await chromium.launchPersistentContext(userDataDir, {
+    worker = await startWorker({ NOTES_AUTH: "off" });
+    origin = `http://127.0.0.1:${worker.port}`;
+    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
       executablePath: chromiumPath,
       headless: true,
       args: CHROMIUM_ARGS,
@@ -112,15 +99,14 @@ after(async () => {
     await context?.close();
   } finally {
     await worker?.stop();
-    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
   }
 });
 
 test("the worker runs without the developer's .dev.vars, .env or shell variables", () => {
   // wrangler names every file it takes secrets from, and lists the bindings (secrets only by name).
-  assert.ok(worker);
-  assert.doesNotMatch(worker.output(), /Using secrets defined in/);
-  assert.doesNotMatch(worker.output(), /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
+  const output = worker!.output();
+  assert.doesNotMatch(output, /Using secrets defined in/);
+  assert.doesNotMatch(output, /env\.(MAIL_EMAIL|MAIL_APP_PASSWORD|JWT_SECRET_KEY)\b/);
 });
 
 // The Workers runtime that runs the other tests forbids generating code, which every full JSON Schema

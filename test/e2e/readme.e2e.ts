@@ -1,6 +1,6 @@
 /**
  * `npm run test:e2e`: the walk-throughs of the README and of docs/sessions.md, run as written against a
- * real `wrangler dev` (worker.ts), in the order a newcomer follows them, so that they stay true.
+ * real `wrangler dev` (wrangler-dev.ts), in the order a newcomer follows them, so that they stay true.
  *
  * - The worker gets `.dev.vars.example`, as `npm run dev` makes it (a random JWT_SECRET_KEY, mail to a
  *   loopback SMTP server on a free port), and its own fresh D1.
@@ -27,7 +27,7 @@ import assert from "node:assert/strict";
 import PostalMime from "postal-mime";
 import { SMTPServer } from "smtp-server";
 import { base32Decode, stepAt, totpAt, TOTP_STEP_SECONDS } from "../../src/lib/totp.ts";
-import { root, startDevWorker, tail, type DevWorker } from "./worker.ts";
+import { root, startWorker, tail, type Worker } from "./wrangler-dev.ts";
 
 const DOC_ORIGIN = "http://localhost:8787";
 const MAIL_WAIT_MS = 15_000;
@@ -42,7 +42,7 @@ interface Step {
 }
 
 const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-readme-"));
-let worker: DevWorker | undefined;
+let worker: Worker | undefined;
 let smtp: SMTPServer | undefined;
 let helper: HttpServer | undefined;
 let helperUrl = "";
@@ -284,7 +284,7 @@ before(
     const devVars = readFileSync(join(root, ".dev.vars.example"), "utf8")
       .replace(/^JWT_SECRET_KEY=.*$/m, `JWT_SECRET_KEY=${randomBytes(32).toString("base64url")}`)
       .replace(/^SMTP_PORT=.*$/m, `SMTP_PORT=${smtpPort}`);
-    worker = await startDevWorker(Object.fromEntries(Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]]))));
+    worker = await startWorker(Object.fromEntries(Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]]))));
   },
   { timeout: 90_000 },
 );

@@ -8,6 +8,7 @@ import { hc } from "hono/client";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
+import type { PasskeyJson, PasskeyRefusalJson, RequestOptionsJson } from "../../src/auth/shapes";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/schemas";
@@ -20,6 +21,10 @@ type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
 type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
 type Changes = Awaited<ReturnType<typeof api.changes.$get>>;
 type UpdateNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$patch"]>>;
+type PasskeySignIn = Awaited<ReturnType<typeof api.auth.passkeys.login.verify.$post>>;
+type PasskeySignInOptions = Awaited<ReturnType<typeof api.auth.passkeys.login.options.$post>>;
+type PasskeyRegister = Awaited<ReturnType<typeof api.auth.passkeys.register.verify.$post>>;
+type Passkeys = Awaited<ReturnType<typeof api.auth.passkeys.$get>>;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -30,6 +35,14 @@ describe("typed client", () => {
     expectTypeOf<Exclude<Answer, { mfa_required: true }>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number }>();
     expectTypeOf<Extract<Answer, { mfa_required: true }>>().toEqualTypeOf<{ mfa_required: true; mfa_token: string; expires_in: number }>();
     expectTypeOf<BodyOf<Verify, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number; device_token: string }>();
+  });
+
+  it("types a passkey sign-in as a login, a new passkey, its refusal and the list", () => {
+    expectTypeOf<BodyOf<PasskeySignIn, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number; device_token: string }>();
+    expectTypeOf<BodyOf<PasskeySignInOptions, 200>>().toEqualTypeOf<{ options: RequestOptionsJson }>();
+    expectTypeOf<BodyOf<PasskeyRegister, 201>>().toEqualTypeOf<PasskeyJson>();
+    expectTypeOf<BodyOf<PasskeyRegister, 400>>().toEqualTypeOf<PasskeyRefusalJson>();
+    expectTypeOf<BodyOf<Passkeys, 200>>().toEqualTypeOf<PasskeyJson[]>();
   });
 
   it("types /auth/me", () => {

@@ -9,6 +9,7 @@ import type { Database } from "../../types";
 import { liveSession } from "../caller";
 import { codeStillIssued, deleteCode } from "../codes";
 import { removeFactorsAddedSince } from "../mfa/factor";
+import { removePasskeysAddedSince } from "../passkeys/store";
 import { endAllSessions, endOtherSessions } from "../session/store";
 
 /** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
@@ -132,8 +133,8 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
  * The undo of an e-mail change in one batch (one transaction), every statement keyed by the live revert
  * row of the token. The address goes back only while no other account holds it (none can register it
  * while the token lives: it is reserved); the password is cleared (the phisher knows it), every session
- * ends, the codes mailed to the address being undone die, and every second factor added since the change
- * goes (a thief's TOTP must not keep the owner out). This token and those of later changes are used up;
+ * ends, the codes mailed to the address being undone die, and every second factor and passkey added since
+ * the change goes (a thief's TOTP must not keep the owner out, nor their passkey sign in). This token and those of later changes are used up;
  * an earlier change's token stays good, so a thief who chains changes cannot void the owner's. Answers
  * the restored account and the address it was taken from, or whether the token is still live (its
  * address is held by another account after all).
@@ -146,7 +147,7 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
   // True once the account holds the old address again, which the second statement just made so.
   const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
-  const [[takenFrom], [restored], , , , , , , [stillLive]] = await db.batch([
+  const [[takenFrom], [restored], , , , , , , , [stillLive]] = await db.batch([
     db.select({ email: users.email }).from(users).where(and(eq(users.id, userId), addressFree)),
     db
       .update(users)
@@ -158,6 +159,7 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
     ...removeFactorsAddedSince(db, userId, changedAt, reverted),
+    removePasskeysAddedSince(db, userId, changedAt, reverted),
     // This token and any later change's: an earlier change's token still undoes that one.
     db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
     db.select({ userId: emailChangeReverts.userId }).from(emailChangeReverts).where(live),

@@ -1,0 +1,140 @@
+/**
+ * `npm run test:e2e`: a passkey registered and used in a real browser against a real `wrangler dev`.
+ *
+ * - Starts the worker (wrangler-dev.ts: a free loopback port, its own temporary D1, no local settings) with
+ *   WEBAUTHN_RP_ID=localhost and WEBAUTHN_ORIGINS=http://localhost:<port>, and a JWT secret of this run.
+ * - Makes a verified account through the API (mail is unconfigured: the code is read from the worker's D1).
+ * - Gives headless Chromium a virtual authenticator through the Chrome DevTools Protocol (WebAuthn domain:
+ *   CTAP2, internal, resident keys, user verification, the user always verified), opens /docs on
+ *   http://localhost:<port>, and from that page registers a passkey with navigator.credentials.create() and
+ *   the options the API answers (201), then signs in with navigator.credentials.get() (200), as a web app does.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { chromium, type BrowserContext, type CDPSession, type Page } from "playwright-core";
+import { CHROMIUM_ARGS, chromiumPath, freePort, startWorker, type Worker } from "./wrangler-dev.ts";
+
+const PASSWORD = "correct horse battery";
+const email = `passkey-${randomBytes(6).toString("hex")}@example.com`;
+
+/** What the page's code uses of the browser's WebAuthn API (this file is compiled without the DOM's types). */
+interface WebAuthnPage {
+  PublicKeyCredential: { parseCreationOptionsFromJSON(options: unknown): unknown; parseRequestOptionsFromJSON(options: unknown): unknown };
+  navigator: { credentials: { create(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }>; get(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }> } };
+}
+
+let worker: Worker | undefined;
+let context: BrowserContext | undefined;
+let page: Page;
+let cdp: CDPSession;
+let origin = "";
+let accessToken = "";
+let authenticatorId = "";
+
+/** A request to the API from Node, its status and body (JSON when it is). */
+async function api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${origin}${path}`, {
+    method,
+    headers: { "Content-Type": "application/json", ...(token && { Authorization: `Bearer ${token}` }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text };
+}
+
+before(
+  async () => {
+    if (!existsSync(chromiumPath)) {
+      throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
+    }
+    const port = await freePort();
+    // The RP ID is localhost: the page must be opened by that name (127.0.0.1 is not a valid RP ID).
+    origin = `http://localhost:${port}`;
+    // bcrypt at cost 4: the account is made for the test, not to measure.
+    worker = await startWorker({ WEBAUTHN_RP_ID: "localhost", WEBAUTHN_ORIGINS: origin, JWT_SECRET_KEY: randomBytes(32).toString("base64url"), BCRYPT_COST: "4" }, port);
+    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    cdp = await context.newCDPSession(page);
+    await cdp.send("WebAuthn.enable", { enableUI: false });
+    const added = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    authenticatorId = added.authenticatorId;
+    await page.goto(`${origin}/docs`);
+  },
+  { timeout: 90_000 },
+);
+
+after(async () => {
+  try {
+    await context?.close();
+  } finally {
+    await worker?.stop();
+  }
+});
+
+test("an account is made and verified through the API", async () => {
+  assert.equal((await api("POST", "/auth/register", { email, password: PASSWORD })).status, 201);
+  const [row] = worker!.query(`SELECT code FROM one_time_codes WHERE user_id = (SELECT id FROM users WHERE email = '${email}')`);
+  assert.ok(row, "no verification code stored");
+  assert.equal((await api("POST", "/auth/verify-email", { email, token: row.code })).status, 200);
+  const login = await api("POST", "/auth/login", { email, password: PASSWORD });
+  assert.equal(login.status, 200);
+  accessToken = (login.body as { token: string }).token;
+});
+
+test("the page registers a passkey with navigator.credentials.create() and the API's options: 201", async () => {
+  assert.ok(accessToken, "needs the account of the previous test");
+  const options = await api("POST", "/auth/passkeys/register/options", { password: PASSWORD }, accessToken);
+  assert.equal(options.status, 200, JSON.stringify(options.body));
+  const result = await page.evaluate(
+    async ({ options, token }) => {
+      const browser = globalThis as unknown as WebAuthnPage;
+      const publicKey = browser.PublicKeyCredential.parseCreationOptionsFromJSON(options);
+      const credential = await browser.navigator.credentials.create({ publicKey });
+      const response = await fetch("/auth/passkeys/register/verify", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+        body: JSON.stringify({ response: credential.toJSON(), name: "Chromium" }),
+      });
+      return { status: response.status, body: (await response.json()) as unknown };
+    },
+    { options: (options.body as { options: unknown }).options, token: accessToken },
+  );
+  assert.equal(result.status, 201, JSON.stringify(result.body));
+  assert.deepEqual(Object.keys(result.body as object), ["id", "name", "created_at", "last_used_at", "backed_up"]);
+  assert.equal((result.body as { name: string }).name, "Chromium");
+  // The authenticator holds it as a discoverable credential for this RP ID.
+  const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+  assert.equal(credentials.length, 1);
+  assert.equal(credentials[0]!.isResidentCredential, true);
+  assert.equal(credentials[0]!.rpId, "localhost");
+});
+
+test("the page signs in with navigator.credentials.get(), no address typed: 200 with a login's answer", async () => {
+  const result = await page.evaluate(async () => {
+    const optionsResponse = await fetch("/auth/passkeys/login/options", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    const { options } = (await optionsResponse.json()) as { options: unknown };
+    const browser = globalThis as unknown as WebAuthnPage;
+    const publicKey = browser.PublicKeyCredential.parseRequestOptionsFromJSON(options);
+    const credential = await browser.navigator.credentials.get({ publicKey });
+    const response = await fetch("/auth/passkeys/login/verify", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ response: credential.toJSON() }),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
+  });
+  assert.equal(result.status, 200, JSON.stringify(result.body));
+  const tokens = result.body as { token: string; refresh_token: string; expires_in: number; device_token: string };
+  assert.deepEqual(Object.keys(tokens), ["token", "refresh_token", "expires_in", "device_token"]);
+  // The session is the account's, and records the passkey as its sign-in method.
+  const me = await api("GET", "/auth/me", undefined, tokens.token);
+  assert.equal((me.body as { email: string }).email, email);
+  const sessions = (await api("GET", "/auth/sessions", undefined, tokens.token)).body as { amr: string[]; current: boolean }[];
+  assert.deepEqual(sessions.find((session) => session.current)?.amr, ["hwk", "mfa"]);
+});
