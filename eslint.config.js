@@ -14,12 +14,12 @@ const projects = [
   // Tests that run inside the Workers runtime (vitest-plugin types).
   {
     files: ["test/**/*.ts"],
-    ignores: ["test/global-setup.ts", "test/smtp/**", "test/e2e/**"],
+    ignores: ["test/global-setup.ts", "test/smtp/**", "test/oauth/**", "test/e2e/**"],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup and SMTP servers, the browser end-to-end test, the dev scripts.
+  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the browser end-to-end test, the dev scripts.
   {
-    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/e2e/**/*.ts", "scripts/**/*.ts"],
+    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/oauth/**/*.ts", "test/e2e/**/*.ts", "scripts/**/*.ts"],
     project: "./tsconfig.node.json",
   },
   // The benchmark's own tsconfigs: its Node-side runner, and its worker entry (Workers types).
@@ -36,7 +36,7 @@ const projects = [
 const TABLES = {
   accounts: [
     "users", "sessions", "oneTimeCodes", "resetRequests", "resetMailAllowances", "emailChangeReverts", "mfaFactors", "mfaRecoveryCodes",
-    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows",
+    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows", "oauthIdentities", "oauthStates", "oauthLoginCodes",
   ],
   notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
 };
