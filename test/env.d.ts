@@ -1,4 +1,5 @@
 import type { D1Migration } from "cloudflare:test";
+import type { OAuthFixture } from "./oauth/types";
 import type { SmtpFixture } from "./smtp/types";
 
 declare global {
@@ -6,6 +7,7 @@ declare global {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
       SMTP: SmtpFixture;
+      OAUTH: OAuthFixture;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;

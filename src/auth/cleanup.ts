@@ -1,5 +1,18 @@
 import { and, eq, lt, lte, ne } from "drizzle-orm";
-import { deploymentWindows, deviceLoginFailures, emailChangeReverts, loginFailures, mfaChallenges, oneTimeCodes, resetMailAllowances, resetRequests, sessions, users } from "../db/schema";
+import {
+  deploymentWindows,
+  deviceLoginFailures,
+  emailChangeReverts,
+  loginFailures,
+  mfaChallenges,
+  oauthLoginCodes,
+  oauthStates,
+  oneTimeCodes,
+  resetMailAllowances,
+  resetRequests,
+  sessions,
+  users,
+} from "../db/schema";
 import { DAY, HOUR } from "../lib/units";
 import type { Database } from "../types";
 
@@ -44,5 +57,8 @@ export function authCleanUp(db: Database, now: number) {
     expiredEmailChangeReverts: db.delete(emailChangeReverts).where(lte(emailChangeReverts.expiresAt, now)).returning({ userId: emailChangeReverts.userId }),
     // A second-factor challenge past its five minutes can no longer be answered.
     expiredMfaChallenges: db.delete(mfaChallenges).where(lte(mfaChallenges.expiresAt, now)).returning({ userId: mfaChallenges.userId }),
+    // Social sign-in's states (10 minutes) and login codes (60 seconds) that nobody came back with.
+    expiredOAuthStates: db.delete(oauthStates).where(lte(oauthStates.expiresAt, now)).returning({ provider: oauthStates.provider }),
+    expiredOAuthLoginCodes: db.delete(oauthLoginCodes).where(lte(oauthLoginCodes.expiresAt, now)).returning({ userId: oauthLoginCodes.userId }),
   };
 }

@@ -8,6 +8,7 @@ import { emailRevert } from "./account/email-revert";
 import type { OwnedElsewhere } from "./account/store";
 import { AuthMessage } from "./messages";
 import { mfaRoutes } from "./mfa/routes";
+import { oauthRoutes } from "./oauth/routes";
 import { recovery } from "./recovery/routes";
 import { registration } from "./registration/routes";
 import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
@@ -33,7 +34,8 @@ export function authArea({ ownedElsewhere }: AuthSeams) {
     .route("/", accountRoutes)
     .route("/", accountDeletion(ownedElsewhere))
     .route("/", emailRevert)
-    .route("/", mfaRoutes);
+    .route("/", mfaRoutes)
+    .route("/", oauthRoutes);
 
   // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
   // type (and with it the typed client) lists only the methods that exist.

@@ -133,20 +133,33 @@ const stepUpCode = v.optional(
 /** A code of the authenticator app, or a recovery code. */
 const factorCode = v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current 6-digit code of the authenticator app."));
 
+/**
+ * The password a step-up asks for: required of an account that has one (a 400 from the step-up), left out
+ * by an account without one (auth/session/step-up.ts).
+ */
+function stepUpPassword(required: string, notString: string) {
+  return v.optional(
+    v.pipe(
+      anyPassword(required, notString),
+      v.description("The account's password; an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes."),
+    ),
+  );
+}
+
 export const ChangePasswordBody = body({
-  current_password: anyPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
+  current_password: stepUpPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
   new_password: newPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
   code: stepUpCode,
 });
 
 export const ChangeEmailBody = body({
-  password: anyPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
+  password: stepUpPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
   new_email: accountEmail(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
   code: stepUpCode,
 });
 
 export const EnrolTotpBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
 });
 
 export const TotpCodeBody = body({
@@ -154,7 +167,7 @@ export const TotpCodeBody = body({
 });
 
 export const DisableTotpBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
   code: v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current code of the authenticator app, or a recovery code.")),
 });
 
@@ -182,7 +195,7 @@ export const RevertEmailChangeBody = body({
 });
 
 export const DeleteAccountBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
   code: stepUpCode,
 });
 
@@ -190,5 +203,44 @@ export const RefreshBody = body({
   refresh_token: v.pipe(
     requiredString(AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString),
     v.description("The refresh token from the last login or refresh."),
+  ),
+});
+
+/** The app's PKCE challenge: the base64url SHA-256 of its code_verifier. */
+const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+/** The longest app `state` kept and handed back. */
+export const MAX_APP_STATE_CHARS = 512;
+
+export const AuthorizeQuery = body({
+  redirect_uri: v.pipe(
+    requiredString(AuthMessage.redirectUriRequired, AuthMessage.redirectUriRequired),
+    v.description("Where the flow returns: one of OAUTH_REDIRECT_URLS, exactly."),
+  ),
+  code_challenge: v.pipe(
+    requiredString(AuthMessage.codeChallengeRequired, AuthMessage.codeChallengeRequired),
+    v.regex(S256_CHALLENGE, AuthMessage.codeChallengeInvalid),
+    v.description("The app's PKCE challenge: base64url(SHA-256(code_verifier)), 43 characters."),
+  ),
+  code_challenge_method: v.pipe(v.literal("S256", AuthMessage.codeChallengeMethod), v.description("S256 (the only method taken).")),
+  state: v.optional(
+    v.pipe(v.string(AuthMessage.appStateInvalid), v.maxLength(MAX_APP_STATE_CHARS, AuthMessage.appStateInvalid), v.description("The app's own state, handed back as it is.")),
+  ),
+});
+
+export const OAuthTokenBody = body({
+  code: v.pipe(requiredString(AuthMessage.loginCodeFields, AuthMessage.loginCodeStrings), v.description("The login code the flow handed the app.")),
+  code_verifier: v.pipe(
+    requiredString(AuthMessage.loginCodeFields, AuthMessage.loginCodeStrings),
+    v.description("The app's PKCE verifier, whose SHA-256 was the authorize request's code_challenge."),
+  ),
+});
+
+export const IdTokenBody = body({
+  id_token: v.pipe(requiredString(AuthMessage.idTokenRequired, AuthMessage.idTokenStrings), v.description("The id_token the provider's SDK gave the app.")),
+  nonce: v.optional(
+    v.pipe(
+      v.string(AuthMessage.idTokenStrings),
+      v.description("The nonce the app gave the SDK, as it is or as the token carries its hex SHA-256 (Sign in with Apple). Required when the token carries a nonce."),
+    ),
   ),
 });

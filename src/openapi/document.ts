@@ -1,5 +1,5 @@
 import { AuthMessage } from "../auth/messages";
-import { Login, Me, MfaChallenge, Session, Tokens } from "../auth/shapes";
+import { Identity, Login, Me, MfaChallenge, OAuthRefusal, Session, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { NoteMessage } from "../notes/messages";
@@ -28,11 +28,13 @@ function operation(path: string, described: Operation, handlers: unknown[]): Jso
   const validated = handlers.map(validatedBy).filter((v) => v !== undefined);
   const body = validated.find((v) => v.target === "json");
   const query = validated.find((v) => v.target === "query");
-  const queryParameters = query
-    ? Object.entries((schemaOf(query.schema).properties ?? {}) as Record<string, Json>).map(([name, { description, ...schema }]) => ({
+  const querySchema = query && schemaOf(query.schema);
+  const requiredInQuery = (querySchema?.required ?? []) as string[];
+  const queryParameters = querySchema
+    ? Object.entries((querySchema.properties ?? {}) as Record<string, Json>).map(([name, { description, ...schema }]) => ({
         name,
         in: "query",
-        required: false,
+        required: requiredInQuery.includes(name),
         description,
         schema,
       }))
@@ -55,6 +57,8 @@ function components(): Json {
       Session: schemaOf(Session),
       Me: schemaOf(Me),
       MfaChallenge: schemaOf(MfaChallenge),
+      Identity: schemaOf(Identity),
+      OAuthRefusal: schemaOf(OAuthRefusal),
     },
     parameters: {
       Bookmark: {
