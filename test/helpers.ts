@@ -576,10 +576,10 @@ export interface WebSignIn {
 export async function webSignIn(
   provider: OpenIdName,
   script: Omit<SignInScript, "nonce">,
-  { redirectUri = APP_REDIRECT, state = "app-state" }: { redirectUri?: string; state?: string } = {},
+  { redirectUri = APP_REDIRECT, state = "app-state" }: { redirectUri?: string; state?: string | null } = {},
 ): Promise<WebSignIn> {
   const { verifier, challenge } = await pkcePair();
-  const started = await authorize(provider, { redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: "S256", state });
+  const started = await authorize(provider, { redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: "S256", state: state ?? undefined });
   expect(started.status).toBe(302);
   const toProvider = locationOf(started);
   await scriptSignIn(provider, { ...script, nonce: toProvider.searchParams.get("nonce")! });

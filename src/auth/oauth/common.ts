@@ -36,16 +36,14 @@ export function fedProof(account: SignInAccount, provider: string, signInEpoch =
   };
 }
 
-const REFUSALS: Record<Refusal, { status: 403 | 409; description: string }> = {
-  email_not_verified: { status: 403, description: AuthMessage.emailNotVouched },
-  account_conflict: { status: 409, description: AuthMessage.accountConflict },
-};
-
 /** The native flow's JSON refusal: 403 for an address not vouched for, 409 for a conflict. */
 export function refusalAnswer(c: Context, refusal: Refusal) {
-  const { status, description } = REFUSALS[refusal];
-  const answer: OAuthRefusalJson = { error: refusal, error_description: description };
-  return c.json(answer, status);
+  if (refusal === "email_not_verified") {
+    const answer: OAuthRefusalJson = { error: refusal, error_description: AuthMessage.emailNotVouched };
+    return c.json(answer, 403);
+  }
+  const answer: OAuthRefusalJson = { error: refusal, error_description: AuthMessage.accountConflict };
+  return c.json(answer, 409);
 }
 
 export const providerParam = {

@@ -3,7 +3,7 @@ import { ConfigError, type OAuthProvider } from "../../config";
 import type { Logger } from "../../lib/log";
 import { githubIdentity } from "./github";
 import { identityOfIdToken, sameNonce, type ProviderIdentity } from "./identity";
-import { authorizationServer, clientAuthentication, ProviderUnavailable, requestOptions } from "./providers";
+import { authorizationServer, clientAuthentication, requestOptions } from "./providers";
 import type { OAuthState } from "./store";
 
 /**
@@ -26,10 +26,15 @@ async function identityOfResponse(provider: OAuthProvider, server: oauth.Authori
   return "identity" in verified ? verified.identity : undefined;
 }
 
+/**
+ * What a failed exchange tells the app: the provider refused the code (its OAuth error), or its answer did
+ * not check out (oauth4webapi's own errors), or anything else: the provider could not be reached or timed out.
+ */
 function classify(err: unknown): ExchangeError {
   if (err instanceof ConfigError) throw err;
-  if (err instanceof ProviderUnavailable || err instanceof TypeError || (err instanceof DOMException && err.name === "TimeoutError")) return "temporarily_unavailable";
-  return err instanceof oauth.ResponseBodyError ? "invalid_grant" : "invalid_token";
+  if (err instanceof oauth.ResponseBodyError) return "invalid_grant";
+  const unusable = [oauth.OperationProcessingError, oauth.UnsupportedOperationError, oauth.WWWAuthenticateChallengeError, oauth.AuthorizationResponseError];
+  return unusable.some((kind) => err instanceof kind) ? "invalid_token" : "temporarily_unavailable";
 }
 
 /** The identity the callback's `code` stands for, or the error to hand the app. */
