@@ -82,8 +82,8 @@ export async function addressHolder(db: Database, email: string, provider: strin
   return { holder, reserved: reservation !== undefined };
 }
 
-/** Links the identity to the account, unless the identity is linked already or the account has one of this provider. */
-function linkStatement(db: Database, userId: number, identity: NewIdentity) {
+/** Links the identity to the account `ofUser` selects, unless the identity is linked already or the account has one of this provider. */
+function linkStatement(db: Database, ofUser: SQL | undefined, identity: NewIdentity) {
   return db
     .insert(oauthIdentities)
     .select(
@@ -97,19 +97,19 @@ function linkStatement(db: Database, userId: number, identity: NewIdentity) {
           createdAt: sql<number>`${identity.createdAt}`.as("created_at"),
         })
         .from(users)
-        .where(eq(users.id, userId)),
+        .where(ofUser),
     )
     .onConflictDoNothing();
 }
 
 export async function linkIdentity(db: Database, userId: number, identity: NewIdentity) {
-  await linkStatement(db, userId, identity);
+  await linkStatement(db, eq(users.id, userId), identity);
 }
 
 /**
  * A new verified account without a password for the identity's address, and the identity linked to the
- * account this statement created (never to one it found); nothing when the address is taken (a concurrent
- * sign-in or registration won: the caller reads the identity again) or reserved.
+ * account this INSERT created (never to one it found), in one transaction; nothing when the address is
+ * taken (a concurrent sign-in or registration won: the caller reads the identity again) or reserved.
  */
 export async function createPasswordless(db: Database, email: string, identity: NewIdentity, now: number) {
   const created = db
@@ -132,8 +132,11 @@ export async function createPasswordless(db: Database, email: string, identity: 
     )
     .onConflictDoNothing({ target: users.email })
     .returning({ id: users.id });
-  const [account] = await created;
-  if (account) await linkIdentity(db, account.id, identity);
+  // In the same transaction, right after the INSERT: changes() and last_insert_rowid() are the INSERT's, so
+  // the identity goes to the account it created and to none it found; concurrent sign-ins of the same
+  // identity that lose the INSERT find the identity linked once this transaction is done.
+  const justCreated = and(eq(users.email, email), sql`changes() = 1`, sql`${users.id} = last_insert_rowid()`);
+  const [[account]] = await db.batch([created, linkStatement(db, justCreated, identity)]);
   return account !== undefined;
 }
 
@@ -154,7 +157,7 @@ export async function takeOver(db: Database, userId: number, identity: NewIdenti
       .set({ password: NO_PASSWORD, isVerified: true, signInEpoch: sql`${users.signInEpoch} + 1` })
       .where(and(eq(users.id, userId), eq(users.isVerified, false)))
       .returning({ id: users.id }),
-    linkStatement(db, userId, identity),
+    linkStatement(db, eq(users.id, userId), identity),
   ]);
   return taken !== undefined;
 }
