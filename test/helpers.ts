@@ -524,7 +524,7 @@ function base64urlOf(bytes: Uint8Array): string {
 /** GET /auth/oauth/{provider}/authorize with the app's parameters (any left undefined is left out). */
 export function authorize(provider: string, params: Record<string, string | undefined>): Promise<Response> {
   const query = new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined));
-  return call("GET", `/auth/oauth/${provider}/authorize?${query}`);
+  return call("GET", `/auth/oauth/${provider}/authorize?${query.toString()}`);
 }
 
 export function locationOf(response: Response): URL {

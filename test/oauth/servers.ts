@@ -104,7 +104,10 @@ async function gitHub(): Promise<{ url: string; stop: () => Promise<void> }> {
         const script = scripts.get(state);
         const back = new URL(url.searchParams.get("redirect_uri") ?? "");
         if (script?.authorizeError) back.searchParams.set("error", script.authorizeError);
-        else if (script) byCode.set(`code-${state}`, script), back.searchParams.set("code", `code-${state}`);
+        else if (script) {
+          byCode.set(`code-${state}`, script);
+          back.searchParams.set("code", `code-${state}`);
+        }
         back.searchParams.set("state", state);
         res.writeHead(302, { Location: back.href });
         return res.end();

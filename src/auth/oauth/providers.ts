@@ -65,7 +65,7 @@ async function keySet(jwksUri: string, fresh: boolean) {
   const keys = await unavailableOnFailure(async () => {
     const response = await fetch(jwksUri, { signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS), headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error(`JWKS answered ${response.status}`);
-    return createLocalJWKSet((await response.json()) as JSONWebKeySet);
+    return createLocalJWKSet(await response.json<JSONWebKeySet>());
   });
   keySets.set(jwksUri, { keys, fetchedAt: now });
   return keys;
