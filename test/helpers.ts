@@ -44,12 +44,15 @@ export async function fireCron(cron = "17 * * * *", scheduledTime = new Date()):
   await main.scheduled({ cron, scheduledTime });
 }
 
+/** Bindings to replace: declared ones, and the social sign-in settings whose names are made from a provider's. */
+export type Overrides = Partial<Bindings> & { [name: `OAUTH_${string}`]: string };
+
 /**
  * The same app with some bindings replaced (another SMTP peer, a missing secret, a broken database), as
  * soon as it answers: `settled` is the work the request left to waitUntil (mail sent after the answer).
  */
 export async function callLeavingWork(
-  overrides: Partial<Bindings>,
+  overrides: Overrides,
   method: string,
   path: string,
   body?: unknown,
@@ -62,7 +65,7 @@ export async function callLeavingWork(
 
 /** callLeavingWork, answering once the work left to waitUntil is done too. */
 export async function callWithEnv(
-  overrides: Partial<Bindings>,
+  overrides: Overrides,
   method: string,
   path: string,
   body?: unknown,

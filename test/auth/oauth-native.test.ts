@@ -103,7 +103,7 @@ describe("POST /auth/oauth/{provider}/id-token", () => {
 
   it("answers 503 when the provider cannot be reached", async () => {
     const token = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
-    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` } as never, "POST", "/auth/oauth/google/id-token", { id_token: token });
+    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` }, "POST", "/auth/oauth/google/id-token", { id_token: token });
     expect(await textOf(response)).toEqual({ status: 503, type: TEXT, body: AuthMessage.providerUnavailable });
   });
 });

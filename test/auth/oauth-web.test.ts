@@ -121,7 +121,7 @@ describe("GET /auth/oauth/{provider}/authorize", () => {
   it("answers 503 when the provider's discovery document cannot be reached", async () => {
     const { challenge } = await pkcePair();
     const query = new URLSearchParams({ redirect_uri: APP_REDIRECT, code_challenge: challenge, code_challenge_method: "S256" });
-    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` } as never, "GET", `/auth/oauth/google/authorize?${query.toString()}`);
+    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` }, "GET", `/auth/oauth/google/authorize?${query.toString()}`);
     expect(await textOf(response)).toEqual({ status: 503, type: TEXT, body: AuthMessage.providerUnavailable });
   });
 });

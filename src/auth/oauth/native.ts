@@ -10,6 +10,12 @@ import { appNonce, identityOfIdToken } from "./identity";
 import { authorizationServer, ProviderUnavailable } from "./providers";
 import { resolveAccount } from "./resolve";
 
+/** A JSON refusal of the native flow, with its one body as the example. */
+const refusalDoc = (description: string, error: string, errorDescription: string) => ({
+  ...json(`${description} (\`${error}\`)`, ref("OAuthRefusal")),
+  content: { "application/json": { schema: ref("OAuthRefusal"), example: { error, error_description: errorDescription } } },
+});
+
 /**
  * The native flow: an app signs in with the provider's SDK (Sign in with Apple, Google Sign-In) and sends
  * the id_token it got. The token is verified like the web flow's (identity.ts), for the client id or one of
@@ -30,9 +36,9 @@ export const nativeFlow = new Hono<AppEnv>().post(
       ...signInAnswers,
       "400": text("Missing or malformed fields", AuthMessage.idTokenRequired, AuthMessage.idTokenStrings, ...badJson),
       "401": text("A bad signature, another issuer or audience, an expired token, or a nonce that does not match", AuthMessage.invalidIdToken, AuthMessage.nonceMismatch),
-      "403": json("The provider does not vouch for the address (`email_not_verified`): no account was made or linked", ref("OAuthRefusal")),
+      "403": refusalDoc("The provider does not vouch for the address: no account was made or linked", "email_not_verified", AuthMessage.emailNotVouched),
       "404": text("Not one of OAUTH_PROVIDERS, or a provider without id_tokens (GitHub)", AuthMessage.unknownProvider, AuthMessage.noIdTokens),
-      "409": json("The address is reserved, or its account has another identity of this provider (`account_conflict`)", ref("OAuthRefusal")),
+      "409": refusalDoc("The address is reserved, or its account has another identity of this provider", "account_conflict", AuthMessage.accountConflict),
       ...providerDown,
     },
   }),
