@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { decodeProtectedHeader, importJWK, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
+import { APPLE_CLIENT_SECRET_RENEW_MS, APPLE_CLIENT_SECRET_TTL_MS, appleClientSecret } from "../../src/auth/oauth/apple-secret";
 import { LOGIN_CODE_TTL_MS, STATE_TTL_MS } from "../../src/auth/oauth/web";
 import { sha256Hex } from "../../src/lib/crypto";
 import {
@@ -246,7 +247,7 @@ describe("GET /auth/oauth/{provider}/callback", () => {
     expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(15_777_000);
   });
 
-  it("signs in with GitHub: its numeric user id, and the primary address when GitHub has verified it", async () => {
+  it("signs in with GitHub: its numeric user id, and the primary address when GitHub has verified it; its API down is temporarily_unavailable", async () => {
     const email = randomEmail("octo");
     const id = Math.floor(Math.random() * 1e9);
     const signIn = async (emails: Array<{ email: string; primary: boolean; verified: boolean }>) => {
@@ -258,6 +259,11 @@ describe("GET /auth/oauth/{provider}/callback", () => {
     };
     const unverified = await signIn([{ email, primary: true, verified: false }, { email: randomEmail(), primary: false, verified: true }]);
     expect(Object.fromEntries(unverified.app.searchParams)).toEqual({ error: "email_not_verified", state: "app-state" });
+
+    const down = await start("github");
+    const toGitHub = locationOf(down.response);
+    await scriptGitHub({ state: toGitHub.searchParams.get("state")!, id, apiStatus: 503 });
+    expect(Object.fromEntries(locationOf(await callback(await atProvider(toGitHub))).searchParams)).toEqual({ error: "temporarily_unavailable", state: "app-state" });
 
     const { app, verifier } = await signIn([{ email: randomEmail(), primary: false, verified: true }, { email: email.toUpperCase(), primary: true, verified: true }]);
     const tokens = (await (await exchangeLoginCode(app.searchParams.get("code"), verifier)).json()) as { token: string };
@@ -311,5 +317,24 @@ describe("POST /auth/oauth/token", () => {
     const code = app.searchParams.get("code");
     const answers = await Promise.all(Array.from({ length: 10 }, () => exchangeLoginCode(code, verifier)));
     expect(tally(answers)).toEqual({ 200: 1, 401: 9 });
+  });
+});
+
+describe("Sign in with Apple's client secret", () => {
+  it("is signed once per isolate and signed anew before it expires", async () => {
+    const { teamId, keyId, privateKeyPem: privateKey } = env.OAUTH.apple;
+    const secret = { kind: "apple" as const, teamId, keyId, privateKey };
+    const now = Date.now();
+    const first = await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now);
+    expect(await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS - 1000)).toBe(first);
+    const renewed = await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS + 1000);
+    expect(renewed).not.toBe(first);
+    const { payload } = await jwtVerify(renewed, await importJWK(env.OAUTH.apple.publicJwk, "ES256"), {
+      issuer: teamId,
+      subject: "com.example.renewal",
+      audience: "https://appleid.apple.com",
+      currentDate: new Date(now + APPLE_CLIENT_SECRET_TTL_MS),
+    });
+    expect(payload.exp! * 1000).toBeGreaterThan(now + APPLE_CLIENT_SECRET_TTL_MS);
   });
 });

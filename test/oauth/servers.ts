@@ -122,6 +122,7 @@ async function gitHub(): Promise<{ url: string; stop: () => Promise<void> }> {
       }
       const script = byToken.get((req.headers.authorization ?? "").replace(/^Bearer /, ""));
       if (!script) return sendJson(res, { message: "Bad credentials" }, 401);
+      if (script.apiStatus) return sendJson(res, { message: "Unavailable" }, script.apiStatus);
       if (route === "GET /api/v3/user") return sendJson(res, { id: script.id, login: `user${script.id}` });
       if (route === "GET /api/v3/user/emails") return sendJson(res, script.emails ?? []);
       sendJson(res, { message: "Not Found" }, 404);

@@ -39,4 +39,6 @@ export interface GitHubScript {
   id?: number;
   emails?: Array<{ email: string; primary: boolean; verified: boolean }>;
   authorizeError?: string;
+  /** The status the API answers with instead of the user (GitHub having a bad day). */
+  apiStatus?: number;
 }
