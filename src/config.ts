@@ -122,12 +122,15 @@ export function isLoopback(hostname: string): boolean {
 /** Schemes a browser would run or read locally rather than hand to an app: never a place to send a login code. */
 const UNSAFE_SCHEMES = ["javascript:", "data:", "vbscript:", "file:", "blob:", "about:"];
 
-/** A provider's address: https, or http on loopback; no query or fragment. Returned without a trailing slash. */
+/**
+ * A provider's address: https, or http on loopback; no query or fragment. Kept as written: an issuer is
+ * compared exactly, trailing slash included (some providers' have one).
+ */
 function providerUrl(name: string, raw: string): string {
   const url = URL.parse(raw);
   const ok = url && (url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname))) && !url.search && !url.hash;
   if (!ok) throw new ConfigError(`${name} must be an https URL (http only on a loopback host), without query or fragment`);
-  return raw.replace(/\/+$/, "");
+  return raw;
 }
 
 /** An app URL a flow may return to: https, http on loopback, or an app's own scheme (`com.example.app:/oauth`); no fragment. */
@@ -167,8 +170,9 @@ function oauthProvider(env: object, name: string): OAuthProvider {
   const clientSecret = name === "apple" ? appleSecret(env) : secret === undefined ? undefined : { kind: "static" as const, value: secret };
   const audiences = list(dynamic(env, `${prefix}AUDIENCES`));
   if (name === "github") {
-    const issuer = providerUrl("OAUTH_GITHUB_URL", dynamic(env, "OAUTH_GITHUB_URL") ?? GITHUB_URL);
-    const apiUrl = providerUrl("OAUTH_GITHUB_API_URL", dynamic(env, "OAUTH_GITHUB_API_URL") ?? GITHUB_API_URL);
+    // GitHub's addresses are bases that paths are appended to.
+    const issuer = providerUrl("OAUTH_GITHUB_URL", dynamic(env, "OAUTH_GITHUB_URL") ?? GITHUB_URL).replace(/\/+$/, "");
+    const apiUrl = providerUrl("OAUTH_GITHUB_API_URL", dynamic(env, "OAUTH_GITHUB_API_URL") ?? GITHUB_API_URL).replace(/\/+$/, "");
     return { name, protocol: "github", clientId, audiences, issuer, apiUrl, clientSecret };
   }
   const issuer = dynamic(env, `${prefix}ISSUER`) ?? PRESET_ISSUERS[name];
