@@ -76,6 +76,11 @@ export interface OptionalSecrets {
   MFA_ENCRYPTION_KEY?: string;
   /** The MFA_ENCRYPTION_KEY before the last rotation, while boxes sealed under it remain. */
   MFA_ENCRYPTION_KEY_PREVIOUS?: string;
+  /**
+   * Sign in with Apple's key (PKCS#8 PEM), when `apple` has a web flow. The other providers' secrets,
+   * OAUTH_<N>_CLIENT_SECRET, are named after the provider and read by name (oauthProvider).
+   */
+  OAUTH_APPLE_PRIVATE_KEY?: string;
 }
 
 /** A setting that is present but unusable; reported as a 500 with a log line naming it. */
