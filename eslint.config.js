@@ -14,12 +14,12 @@ const projects = [
   // Tests that run inside the Workers runtime (vitest-plugin types).
   {
     files: ["test/**/*.ts"],
-    ignores: ["test/global-setup.ts", "test/smtp/**", "test/e2e/**", "test/scripts/**"],
+    ignores: ["test/global-setup.ts", "test/smtp/**", "test/oauth/**", "test/e2e/**", "test/scripts/**"],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup and SMTP servers, the end-to-end tests, the dev scripts and their tests.
+  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the end-to-end tests, the dev scripts and their tests.
   {
-    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/e2e/**/*.ts", "test/scripts/**/*.ts", "scripts/**/*.ts"],
+    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/oauth/**/*.ts", "test/e2e/**/*.ts", "test/scripts/**/*.ts", "scripts/**/*.ts"],
     project: "./tsconfig.node.json",
   },
   // The benchmark's own tsconfigs: its Node-side runner, and its worker entry (Workers types).
@@ -36,7 +36,8 @@ const projects = [
 const TABLES = {
   accounts: [
     "users", "sessions", "oneTimeCodes", "resetRequests", "resetMailAllowances", "emailChangeReverts", "mfaFactors", "mfaRecoveryCodes",
-    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows", "passkeys", "passkeyChallenges",
+    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows", "passkeys", "passkeyChallenges", "oauthIdentities", "oauthStates",
+    "oauthLoginCodes",
   ],
   notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
 };

@@ -22,6 +22,7 @@ export default defineConfig(async () => {
     plugins: [
       cloudflareTest(({ inject }) => {
         const smtp = inject("smtp");
+        const oauth = inject("oauth");
         return {
           wrangler: { configPath: "./wrangler.toml" },
           miniflare: {
@@ -57,6 +58,28 @@ export default defineConfig(async () => {
               // Passkeys as in development: the software authenticator of test/auth/passkeys signs for
               // localhost from http://localhost:8787 (WEBAUTHN_ORIGINS's default for localhost).
               WEBAUTHN_RP_ID: "localhost",
+              // Social sign-in against the loopback providers of test/oauth/servers.ts: google and apple are
+              // OpenID providers (their issuers moved to loopback), github the fake GitHub, and acme an OpenID
+              // provider without a client secret (native sign-in only).
+              OAUTH: oauth,
+              OAUTH_PROVIDERS: "google,apple,github,acme",
+              OAUTH_REDIRECT_URLS: "https://app.example/oauth/done,com.example.app:/oauth",
+              OAUTH_GOOGLE_CLIENT_ID: "google-web-client",
+              OAUTH_GOOGLE_CLIENT_SECRET: "google-web-secret",
+              OAUTH_GOOGLE_ISSUER: oauth.google.issuer,
+              OAUTH_GOOGLE_AUDIENCES: "google-ios-client,google-android-client",
+              OAUTH_APPLE_CLIENT_ID: "com.example.web",
+              OAUTH_APPLE_ISSUER: oauth.apple.issuer,
+              OAUTH_APPLE_AUDIENCES: "com.example.app",
+              OAUTH_APPLE_TEAM_ID: oauth.apple.teamId,
+              OAUTH_APPLE_KEY_ID: oauth.apple.keyId,
+              OAUTH_APPLE_PRIVATE_KEY: oauth.apple.privateKeyPem,
+              OAUTH_GITHUB_CLIENT_ID: "github-client",
+              OAUTH_GITHUB_CLIENT_SECRET: "github-secret",
+              OAUTH_GITHUB_URL: oauth.github.url,
+              OAUTH_GITHUB_API_URL: oauth.github.apiUrl,
+              OAUTH_ACME_CLIENT_ID: "acme-client",
+              OAUTH_ACME_ISSUER: oauth.google.issuer,
             }),
           },
         };

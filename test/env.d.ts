@@ -1,4 +1,5 @@
 import type { D1Migration } from "cloudflare:test";
+import type { OAuthFixture } from "./oauth/types";
 import type { SmtpFixture } from "./smtp/types";
 
 declare global {
@@ -8,6 +9,7 @@ declare global {
       /** wrangler.toml's [vars], and the names of the bindings vitest.config.ts sets over them. */
       TEST_VARS: { defaults: Record<string, string>; own: string[] };
       SMTP: SmtpFixture;
+      OAUTH: OAuthFixture;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;

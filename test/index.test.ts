@@ -65,3 +65,31 @@ describe("unhandled failures", () => {
     expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining("BCRYPT_COST") });
   });
 });
+
+describe("social sign-in settings", () => {
+  it.each<[Record<`OAUTH_${string}`, string>, string]>([
+    [{ OAUTH_PROVIDERS: "google,goo gle" }, "OAUTH_PROVIDERS"],
+    [{ OAUTH_PROVIDERS: "google,google" }, "OAUTH_PROVIDERS"],
+    [{ OAUTH_PROVIDERS: "okta" }, "OAUTH_OKTA_CLIENT_ID"],
+    [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x" }, "OAUTH_OKTA_ISSUER"],
+    [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x", OAUTH_OKTA_ISSUER: "http://okta.example" }, "OAUTH_OKTA_ISSUER"],
+    [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x", OAUTH_OKTA_ISSUER: "not a url" }, "OAUTH_OKTA_ISSUER"],
+    [{ OAUTH_APPLE_KEY_ID: "" }, "OAUTH_APPLE_TEAM_ID"],
+    [{ OAUTH_APPLE_PRIVATE_KEY: "not a key" }, "OAUTH_APPLE_PRIVATE_KEY"],
+    [{ OAUTH_GITHUB_API_URL: "ftp://api.example" }, "OAUTH_GITHUB_API_URL"],
+    [{ OAUTH_REDIRECT_URLS: "http://app.example/done" }, "OAUTH_REDIRECT_URLS"],
+    [{ OAUTH_REDIRECT_URLS: "https://app.example/done#x" }, "OAUTH_REDIRECT_URLS"],
+    [{ OAUTH_REDIRECT_URLS: "javascript:alert(1)" }, "OAUTH_REDIRECT_URLS"],
+  ])("answers 500 and names an unusable setting in the log: %j", async (overrides, name) => {
+    const logs = captureErrorLogs();
+    const response = await callWithEnv(overrides, "GET", "/notes");
+    expect(response.status).toBe(500);
+    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining(name) });
+  });
+
+  it("takes no provider at all, and a PEM pasted on one line", async () => {
+    expect((await callWithEnv({ OAUTH_PROVIDERS: "", OAUTH_REDIRECT_URLS: "" }, "GET", "/notes")).status).toBe(200);
+    const oneLine = env.OAUTH.apple.privateKeyPem.trim().replace(/\n/g, "\\n");
+    expect((await callWithEnv({ OAUTH_APPLE_PRIVATE_KEY: oneLine }, "GET", "/notes")).status).toBe(200);
+  });
+});

@@ -100,3 +100,25 @@ describe("unverified accounts expire", () => {
     });
   });
 });
+
+describe("social sign-in's leftovers", () => {
+  it("deletes states and login codes past their lifetime, and keeps the live ones", async () => {
+    const userId = (await storedUser(await account()))!.id;
+    const now = Date.now();
+    const tag = crypto.randomUUID();
+    await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO oauth_states (state_hash, provider, redirect_uri, code_challenge, code_verifier, nonce, expires_at) VALUES (?, 'google', 'x', 'c', 'v', 'n', ?), (?, 'google', 'x', 'c', 'v', 'n', ?)",
+      ).bind(`gone-${tag}`, now - 1, `live-${tag}`, now + MINUTE),
+      env.DB.prepare(
+        "INSERT INTO oauth_login_codes (code_hash, user_id, sign_in_epoch, provider, code_challenge, expires_at) VALUES (?, ?, 0, 'google', 'c', ?), (?, ?, 0, 'google', 'c', ?)",
+      ).bind(`gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + MINUTE),
+    ]);
+    await fireCron();
+    for (const table of ["oauth_states", "oauth_login_codes"]) {
+      const column = table === "oauth_states" ? "state_hash" : "code_hash";
+      expect(await count(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`, `gone-${tag}`)).toBe(0);
+      expect(await count(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`, `live-${tag}`)).toBe(1);
+    }
+  });
+});

@@ -5,6 +5,8 @@ import {
   emailChangeReverts,
   loginFailures,
   mfaChallenges,
+  oauthLoginCodes,
+  oauthStates,
   oneTimeCodes,
   passkeyChallenges,
   resetMailAllowances,
@@ -58,5 +60,8 @@ export function authCleanUp(db: Database, now: number) {
     expiredMfaChallenges: db.delete(mfaChallenges).where(lte(mfaChallenges.expiresAt, now)).returning({ userId: mfaChallenges.userId }),
     // A passkey challenge past its five minutes can no longer be claimed (sign-in options leave one each).
     expiredPasskeyChallenges: db.delete(passkeyChallenges).where(lte(passkeyChallenges.expiresAt, now)).returning({ challenge: passkeyChallenges.challenge }),
+    // Social sign-in's states (10 minutes) and login codes (60 seconds) that nobody came back with.
+    expiredOAuthStates: db.delete(oauthStates).where(lte(oauthStates.expiresAt, now)).returning({ provider: oauthStates.provider }),
+    expiredOAuthLoginCodes: db.delete(oauthLoginCodes).where(lte(oauthLoginCodes.expiresAt, now)).returning({ userId: oauthLoginCodes.userId }),
   };
 }

@@ -33,9 +33,11 @@ export const passwordChecked = {
   "401": {
     ...text(
       "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password or code), a wrong password, " +
-        "or, while two-factor authentication is on, a missing or wrong `code`",
+        "or, while two-factor authentication is on, a missing or wrong `code`; for an account without a password, a session opened more than 10 minutes ago " +
+        "(sign in again)",
       AuthMessage.invalidAccessToken,
       AuthMessage.wrongPassword,
+      AuthMessage.signInAgain,
       AuthMessage.mfaCodeRequired,
       AuthMessage.invalidMfaCode,
     ),

@@ -9,6 +9,7 @@ import type { OwnedElsewhere } from "./account/store";
 import { AuthMessage } from "./messages";
 import { mfaRoutes } from "./mfa/routes";
 import { passkeyRoutes } from "./passkeys/routes";
+import { oauthRoutes } from "./oauth/routes";
 import { recovery } from "./recovery/routes";
 import { registration } from "./registration/routes";
 import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
@@ -35,7 +36,8 @@ export function authArea({ ownedElsewhere }: AuthSeams) {
     .route("/", accountDeletion(ownedElsewhere))
     .route("/", emailRevert)
     .route("/", mfaRoutes)
-    .route("/", passkeyRoutes);
+    .route("/", passkeyRoutes)
+    .route("/", oauthRoutes);
 
   // Any other method on these paths is a 405. Registered outside the chain above, so that the exported app
   // type (and with it the typed client) lists only the methods that exist.

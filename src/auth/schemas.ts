@@ -4,7 +4,6 @@ import { KiB } from "../lib/units";
 import { body, requiredString } from "../lib/validation";
 import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
-import { AuthenticationResponse, RegistrationResponse } from "./passkeys/credential-json";
 
 /** The request body of each accounts endpoint: validation, OpenAPI and client types come from these. */
 
@@ -133,7 +132,7 @@ export const ResetPasswordBody = body({
 });
 
 /** The second factor a sensitive change asks for while two-factor authentication is on (step-up). */
-const stepUpCode = v.optional(
+export const stepUpCode = v.optional(
   v.pipe(
     v.string(AuthMessage.codeString),
     v.description("While two-factor authentication is on: a current code of the authenticator app, or a recovery code."),
@@ -143,20 +142,33 @@ const stepUpCode = v.optional(
 /** A code of the authenticator app, or a recovery code. */
 const factorCode = v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current 6-digit code of the authenticator app."));
 
+/**
+ * The password a step-up asks for: required of an account that has one (a 400 from the step-up), left out
+ * by an account without one (auth/session/step-up.ts).
+ */
+function stepUpPassword(required: string, notString: string) {
+  return v.optional(
+    v.pipe(
+      anyPassword(required, notString),
+      v.description("The account's password; an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes."),
+    ),
+  );
+}
+
 export const ChangePasswordBody = body({
-  current_password: anyPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
+  current_password: stepUpPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
   new_password: newPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),
   code: stepUpCode,
 });
 
 export const ChangeEmailBody = body({
-  password: anyPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
+  password: stepUpPassword(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
   new_email: accountEmail(AuthMessage.changeEmailRequired, AuthMessage.changeEmailStrings),
   code: stepUpCode,
 });
 
 export const EnrolTotpBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
 });
 
 export const TotpCodeBody = body({
@@ -164,7 +176,7 @@ export const TotpCodeBody = body({
 });
 
 export const DisableTotpBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
   code: v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current code of the authenticator app, or a recovery code.")),
 });
 
@@ -192,7 +204,7 @@ export const RevertEmailChangeBody = body({
 });
 
 export const DeleteAccountBody = body({
-  password: anyPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
+  password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
   code: stepUpCode,
 });
 
@@ -201,33 +213,4 @@ export const RefreshBody = body({
     requiredString(AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString),
     v.description("The refresh token from the last login or refresh."),
   ),
-});
-
-/**
- * A passkey step-up's password: its absence is a 401 (the handler's), like a wrong one but not counted; a
- * value of another type is a 400.
- */
-const stepUpPassword = v.optional(v.pipe(v.string(AuthMessage.passwordString), v.description("The account's password (step-up).")));
-
-/** A passkey's name: trimmed, 1 to 64 characters, none of them control or invisible formatting characters. */
-const passkeyName = v.pipe(
-  requiredString(AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString),
-  v.transform((name) => name.trim()),
-  v.check((name) => [...name].length <= 64 && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
-  v.description("1 to 64 characters, trimmed; no control characters."),
-);
-
-export const PasskeyStepUpBody = body({ password: stepUpPassword, code: stepUpCode });
-
-export const PasskeyRegisterVerifyBody = body({ response: RegistrationResponse, name: v.optional(passkeyName) });
-
-export const PasskeyRenameBody = body({ name: passkeyName });
-
-/** POST /auth/passkeys/login/options takes an empty object: the user is found by the passkey they pick. */
-export const PasskeyLoginOptionsBody = body({});
-
-export const PasskeyLoginVerifyBody = body({
-  response: AuthenticationResponse,
-  // As in LoginBody: a value that is not one of our tokens counts for nothing.
-  device_token: v.fallback(v.optional(v.pipe(v.string(), v.description("The `device_token` of an earlier sign-in from this device: renewed, not replaced."))), undefined),
 });

@@ -41,9 +41,10 @@ export const Session = v.object({
   user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
   amr: described(
     v.array(v.string()),
-    "How the user signed in, as RFC 8176 values: `pwd` (password), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors), " +
+    "How the user signed in, as RFC 8176 values: `pwd` (password), `fed` (a sign-in provider), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors), " +
       "`hwk` (a device-bound passkey), `swk` (a synced passkey)",
   ),
+  provider: described(v.nullable(v.string()), "The provider of a social sign-in (`google`, `apple`, `github`, …); null for the other ways in"),
   current: described(v.boolean(), "True for the session of the token that asked"),
 });
 export type SessionJson = v.InferOutput<typeof Session>;
@@ -56,6 +57,13 @@ export const MfaChallenge = v.object({
 });
 export type MfaChallengeJson = v.InferOutput<typeof MfaChallenge>;
 
+/** One identity at a sign-in provider linked to the caller's account. */
+export const Identity = v.object({
+  provider: described(v.string(), "The provider's name, as in /auth/oauth/{provider}/…"),
+  email: described(v.nullable(v.string()), "The address the provider showed at the last sign-in"),
+  created_at: isoTime("When it was linked"),
+});
+
 /** The caller's account. */
 export const Me = v.object({
   id: v.pipe(v.number(), v.integer()),
@@ -66,6 +74,8 @@ export const Me = v.object({
     totp: described(v.boolean(), "Two-factor authentication (TOTP) is on"),
     recovery_codes_remaining: described(v.pipe(v.number(), v.integer()), "Unused recovery codes"),
   }),
+  identities: described(v.array(Identity), "The sign-in providers linked to the account, oldest first"),
+  has_password: described(v.boolean(), "False for an account made by a social sign-in (or whose password was cleared) until a password is set with forgot-password"),
 });
 export type MeJson = v.InferOutput<typeof Me>;
 
@@ -125,3 +135,10 @@ export type RequestOptionsJson = v.InferOutput<typeof RequestOptions>;
 
 export const RegistrationOptions = v.object({ options: CreationOptions });
 export const SignInOptions = v.object({ options: RequestOptions });
+
+/** A social sign-in refused after the provider's token checked out (POST /auth/oauth/{provider}/id-token): the web flow's `error` values. */
+export const OAuthRefusal = v.object({
+  error: described(v.picklist(["email_not_verified", "account_conflict"]), "The same value the web flow hands the app as `error`"),
+  error_description: v.string(),
+});
+export type OAuthRefusalJson = v.InferOutput<typeof OAuthRefusal>;

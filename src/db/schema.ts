@@ -182,6 +182,8 @@ export const mfaChallenges = sqliteTable(
     signInEpoch: integer("sign_in_epoch").notNull(),
     amr: text("amr").notNull(),
     deviceId: text("device_id"),
+    // The provider of a social sign-in waiting for its second factor, for the session it will open.
+    provider: text("provider"),
     expiresAt: integer("expires_at").notNull(),
     tries: integer("tries").notNull().default(0),
     used: integer("used", { mode: "boolean" }).notNull().default(false),
@@ -245,6 +247,8 @@ export const sessions = sqliteTable(
     // How the user signed in: RFC 8176 `amr` values, space-separated (`pwd`, `pwd otp mfa`, …; see
     // auth/session/proof.ts). Sessions from before this column were password logins.
     amr: text("amr").notNull().default("pwd"),
+    // The provider (OAUTH_PROVIDERS name) of a social sign-in; null for every other way in.
+    provider: text("provider"),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
 );
@@ -297,6 +301,69 @@ export const passkeyChallenges = sqliteTable(
     expiresAt: integer("expires_at").notNull(),
   },
   (table) => [index("passkey_challenges_user_id").on(table.userId), index("passkey_challenges_expires_at").on(table.expiresAt)],
+);
+
+/**
+ * An identity at a sign-in provider linked to an account (auth/oauth/): the provider's issuer and its
+ * subject (the `sub` of its id_tokens, GitHub's numeric user id) name it, whatever address it shows later.
+ * One identity per provider and account, so DELETE /auth/identities/{provider} names one.
+ */
+export const oauthIdentities = sqliteTable(
+  "oauth_identities",
+  {
+    provider: text("provider").notNull(),
+    issuer: text("issuer").notNull(),
+    subject: text("subject").notNull(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // The address the provider showed at the last sign-in (normalized), null when it showed none.
+    email: text("email"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.issuer, table.subject] }), uniqueIndex("oauth_identities_user_id_provider").on(table.userId, table.provider)],
+);
+
+/**
+ * A web sign-in on its way through a provider (GET /auth/oauth/{provider}/authorize to its callback), kept
+ * here rather than in a cookie (mobile webviews lose them): the state (128+ random bits) as SHA-256, and
+ * everything the callback needs. The callback claims it with one DELETE … RETURNING: single use.
+ */
+export const oauthStates = sqliteTable(
+  "oauth_states",
+  {
+    stateHash: text("state_hash").primaryKey(),
+    provider: text("provider").notNull(),
+    // The app's: where the flow returns, its own state, and its PKCE challenge for the login code.
+    redirectUri: text("redirect_uri").notNull(),
+    appState: text("app_state"),
+    codeChallenge: text("code_challenge").notNull(),
+    // Ours with the provider: the PKCE verifier of the code exchange, and the nonce of the id_token.
+    codeVerifier: text("code_verifier").notNull(),
+    nonce: text("nonce").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("oauth_states_expires_at").on(table.expiresAt)],
+);
+
+/**
+ * The one-time login code a web sign-in hands the app (as SHA-256), bound to the app's PKCE challenge: POST
+ * /auth/oauth/token claims it with one DELETE … RETURNING, so it is spent whatever the verifier.
+ */
+export const oauthLoginCodes = sqliteTable(
+  "oauth_login_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // The account's sign-in epoch at the sign-in: a password set meanwhile voids the code (auth/session/gate.ts).
+    signInEpoch: integer("sign_in_epoch").notNull(),
+    provider: text("provider").notNull(),
+    codeChallenge: text("code_challenge").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("oauth_login_codes_expires_at").on(table.expiresAt)],
 );
 
 export const notes = sqliteTable(

@@ -1,5 +1,5 @@
 import { AuthMessage } from "../auth/messages";
-import { Login, Me, MfaChallenge, Passkey, PasskeyRefusal, RegistrationOptions, Session, SignInOptions, Tokens } from "../auth/shapes";
+import { Identity, Login, Me, MfaChallenge, OAuthRefusal, Passkey, PasskeyRefusal, RegistrationOptions, Session, SignInOptions, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { NoteMessage } from "../notes/messages";
@@ -28,11 +28,13 @@ function operation(path: string, described: Operation, handlers: unknown[]): Jso
   const validated = handlers.map(validatedBy).filter((v) => v !== undefined);
   const body = validated.find((v) => v.target === "json");
   const query = validated.find((v) => v.target === "query");
-  const queryParameters = query
-    ? Object.entries((schemaOf(query.schema).properties ?? {}) as Record<string, Json>).map(([name, { description, ...schema }]) => ({
+  const querySchema = query && schemaOf(query.schema);
+  const requiredInQuery = (querySchema?.required ?? []) as string[];
+  const queryParameters = querySchema
+    ? Object.entries((querySchema.properties ?? {}) as Record<string, Json>).map(([name, { description, ...schema }]) => ({
         name,
         in: "query",
-        required: false,
+        required: requiredInQuery.includes(name),
         description,
         schema,
       }))
@@ -59,6 +61,8 @@ function components(): Json {
       PasskeyRefusal: schemaOf(PasskeyRefusal),
       RegistrationOptions: schemaOf(RegistrationOptions),
       SignInOptions: schemaOf(SignInOptions),
+      Identity: schemaOf(Identity),
+      OAuthRefusal: schemaOf(OAuthRefusal),
     },
     parameters: {
       Bookmark: {

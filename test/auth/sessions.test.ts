@@ -315,6 +315,7 @@ describe("GET /auth/sessions", () => {
       expires_at: new Date(stored!.expires_at).toISOString(),
       user_agent: "Laptop/2.0",
       amr: ["pwd"],
+      provider: null,
       current: false,
     });
   });
@@ -364,14 +365,22 @@ describe("DELETE /auth/sessions/{id} and DELETE /auth/sessions", () => {
 });
 
 describe("GET /auth/me", () => {
-  it("answers the caller's id, e-mail, verified flag, creation time and second factor", async () => {
+  it("answers the caller's id, e-mail, verified flag, creation time, second factor, linked providers and whether it has a password", async () => {
     const email = await verifiedAccount();
     const { token } = await logIn(email);
     const user = await storedUser(email);
     expect(await jsonOf(await me(token))).toEqual({
       status: 200,
       type: JSON_TYPE,
-      body: { id: user!.id, email, verified: true, created_at: new Date(user!.createdAt).toISOString(), mfa: { totp: false, recovery_codes_remaining: 0 } },
+      body: {
+        id: user!.id,
+        email,
+        verified: true,
+        created_at: new Date(user!.createdAt).toISOString(),
+        mfa: { totp: false, recovery_codes_remaining: 0 },
+        identities: [],
+        has_password: true,
+      },
     });
   });
 });

@@ -20,6 +20,8 @@ type Verify = Awaited<ReturnType<typeof api.auth.mfa.verify.$post>>;
 type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
 type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
 type Changes = Awaited<ReturnType<typeof api.changes.$get>>;
+type OAuthToken = Awaited<ReturnType<typeof api.auth.oauth.token.$post>>;
+type IdToken = Awaited<ReturnType<(typeof api.auth.oauth)[":provider"]["id-token"]["$post"]>>;
 type UpdateNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$patch"]>>;
 type PasskeySignIn = Awaited<ReturnType<typeof api.auth.passkeys.login.verify.$post>>;
 type PasskeySignInOptions = Awaited<ReturnType<typeof api.auth.passkeys.login.options.$post>>;
@@ -52,7 +54,15 @@ describe("typed client", () => {
       verified: boolean;
       created_at: string;
       mfa: { totp: boolean; recovery_codes_remaining: number };
+      identities: { provider: string; email: string | null; created_at: string }[];
+      has_password: boolean;
     }>();
+  });
+
+  it("types a social sign-in like a login, and the native flow's refusals", () => {
+    expectTypeOf<BodyOf<OAuthToken, 200>>().toEqualTypeOf<BodyOf<Login, 200>>();
+    expectTypeOf<BodyOf<IdToken, 200>>().toEqualTypeOf<BodyOf<Login, 200>>();
+    expectTypeOf<BodyOf<IdToken, 403>>().toEqualTypeOf<{ error: "email_not_verified" | "account_conflict"; error_description: string }>();
   });
 
   it("types a created and a read note as the note JSON", () => {

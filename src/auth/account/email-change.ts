@@ -119,7 +119,7 @@ export const emailChange = new Hono<AppEnv>()
     jsonBody(ChangeEmailBody),
     async (c) => {
       const { password, new_email: newEmail, code: stepUpCode } = c.req.valid("json");
-      const confirmed = await reauthenticate(c, { password, code: { value: stepUpCode } });
+      const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.changeEmailRequired }, code: { value: stepUpCode } });
       if ("refused" in confirmed) return confirmed.refused;
       if (newEmail === confirmed.account.email) return c.text(AuthMessage.sameEmail, 400);
       // The same answer as register's 409 tells no more than register does. A registration of the

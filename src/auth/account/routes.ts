@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
-import { hashPassword } from "../../lib/password";
+import { hashPassword, NO_PASSWORD } from "../../lib/password";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
@@ -9,6 +9,7 @@ import { AuthMessage } from "../messages";
 import { isActive } from "../mfa/factor";
 import { bearer, bearerErrors, passwordChecked, passwordRules } from "../openapi";
 import { ChangePasswordBody, DeleteAccountBody } from "../schemas";
+import { identitiesOf } from "../oauth/store";
 import type { MeJson } from "../shapes";
 import { callerAccount, reauthenticate } from "../session/step-up";
 import { emailChange } from "./email-change";
@@ -26,6 +27,7 @@ export const accountRoutes = new Hono<AppEnv>()
     async (c) => {
       const user = await callerAccount(c, c.var.caller);
       if (!user) return unauthorized(c);
+      const identities = await identitiesOf(c.var.db, user.id);
       const totp = isActive(user.factor);
       const me: MeJson = {
         id: user.id,
@@ -33,6 +35,8 @@ export const accountRoutes = new Hono<AppEnv>()
         verified: user.isVerified,
         created_at: new Date(user.createdAt).toISOString(),
         mfa: { totp, recovery_codes_remaining: totp ? user.recoveryCodes : 0 },
+        identities: identities.map(({ provider, email, createdAt }) => ({ provider, email, created_at: new Date(createdAt).toISOString() })),
+        has_password: user.password !== NO_PASSWORD,
       };
       return c.json(me, 200);
     },
@@ -56,7 +60,10 @@ export const accountRoutes = new Hono<AppEnv>()
     async (c) => {
       const { current_password: currentPassword, new_password: newPassword, code: stepUpCode } = c.req.valid("json");
       const { config, db, log, caller } = c.var;
-      const confirmed = await reauthenticate(c, { password: currentPassword, code: { value: stepUpCode } });
+      const confirmed = await reauthenticate(c, {
+        password: { value: currentPassword, missing: AuthMessage.changePasswordRequired },
+        code: { value: stepUpCode },
+      });
       if ("refused" in confirmed) return confirmed.refused;
       if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now()))) return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
@@ -88,7 +95,7 @@ export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
       async (c) => {
         const { password, code: stepUpCode } = c.req.valid("json");
         const { db, log, caller } = c.var;
-        const confirmed = await reauthenticate(c, { password, code: { value: stepUpCode } });
+        const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired }, code: { value: stepUpCode } });
         if ("refused" in confirmed) return confirmed.refused;
         if (!(await deleteAccount(db, caller, confirmed.account.email, ownedElsewhere, Date.now()))) return unauthorized(c);
         log.info("account_deleted", { userId: caller.userId });

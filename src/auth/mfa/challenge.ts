@@ -22,6 +22,8 @@ export interface Challenged {
   /** The first proof's `amr` values, space-separated. */
   amr: string;
   deviceId: string | null;
+  /** The provider of a social sign-in, for the session. */
+  provider: string | null;
 }
 
 /** A new challenge for `challenged`: the token to answer, and the statement that stores it (batch it with what the first step releases). */
@@ -39,7 +41,13 @@ export async function claimChallengeTry(db: Database, tokenHash: string, now: nu
     .update(mfaChallenges)
     .set({ tries: sql`${mfaChallenges.tries} + 1` })
     .where(and(live(tokenHash, now), lt(mfaChallenges.tries, MFA_TOKEN_TRIES)))
-    .returning({ userId: mfaChallenges.userId, signInEpoch: mfaChallenges.signInEpoch, amr: mfaChallenges.amr, deviceId: mfaChallenges.deviceId });
+    .returning({
+      userId: mfaChallenges.userId,
+      signInEpoch: mfaChallenges.signInEpoch,
+      amr: mfaChallenges.amr,
+      deviceId: mfaChallenges.deviceId,
+      provider: mfaChallenges.provider,
+    });
   return tried;
 }
 

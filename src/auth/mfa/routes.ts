@@ -44,7 +44,12 @@ export const mfaRoutes = new Hono<AppEnv>()
           properties: { secret: { type: "string", description: "Base32, 160 bits" }, otpauth_uri: { type: "string" } },
         }),
         "400": text("Missing or malformed password", AuthMessage.passwordRequired, AuthMessage.passwordString, ...badJson),
-        "401": text("Wrong password, or an invalid access token", AuthMessage.wrongPassword, AuthMessage.invalidAccessToken),
+        "401": text(
+          "Wrong password, or an invalid access token; for an account without a password, a session opened more than 10 minutes ago",
+          AuthMessage.wrongPassword,
+          AuthMessage.invalidAccessToken,
+          AuthMessage.signInAgain,
+        ),
         "409": text("Two-factor authentication is already on", AuthMessage.mfaAlreadyActive),
         ...accountErrors,
       },
@@ -53,7 +58,7 @@ export const mfaRoutes = new Hono<AppEnv>()
     jsonBody(EnrolTotpBody),
     async (c) => {
       const { password } = c.req.valid("json");
-      const confirmed = await reauthenticate(c, { password });
+      const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired } });
       if ("refused" in confirmed) return confirmed.refused;
       const secret = newTotpSecret();
       if (!(await enrolPending(c.var.db, confirmed.account.id, await seal(secret, c.var.config.mfaKeys[0]!), Date.now()))) {
@@ -149,7 +154,7 @@ export const mfaRoutes = new Hono<AppEnv>()
     async (c) => {
       const { password, code } = c.req.valid("json");
       const { db, log, caller } = c.var;
-      const check = await reauthenticate(c, { password, code: { value: code } });
+      const check = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired }, code: { value: code } });
       if ("refused" in check) return check.refused;
       if (!isActive(check.account.factor)) return c.text(AuthMessage.mfaNotActive, 400);
       await db.batch([...removeFactors(db, caller.userId), dropChallenges(db, caller.userId), endOtherSessions(db, caller)]);

@@ -46,6 +46,7 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
     account: { id: challenged.userId, email: account.email, signInEpoch: challenged.signInEpoch },
     amr: [...parseAmr(challenged.amr), check.proven, "mfa" as const],
     deviceId,
+    provider: challenged.provider ?? undefined,
   };
   return openSession(c, proof, [counter.release(claim.lockedUntil)]);
 }

@@ -6,7 +6,7 @@ import { requireAccessToken, unauthorized } from "../caller";
 import { mailerOf, sendPasskeyRemovedNotice } from "../mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
-import { PasskeyRenameBody, PasskeyStepUpBody } from "../schemas";
+import { PasskeyRenameBody, PasskeyStepUpBody } from "./schemas";
 import { reauthenticate } from "../session/step-up";
 import { passkeyJson, stepUpRefused } from "./answers";
 import { listPasskeys, removePasskey, renamePasskey } from "./store";
@@ -79,8 +79,9 @@ export const passkeyManagement = new Hono<AppEnv>()
     jsonBody(PasskeyStepUpBody),
     async (c) => {
       const { password, code } = c.req.valid("json");
-      if (password === undefined || password === "") return c.text(AuthMessage.passwordRequired, 401);
-      const confirmed = await reauthenticate(c, { password, code: { value: code } });
+      // A missing password is the step-up's 401 here (the passkey interface), not counted; a wrong one is counted.
+      const missing = { missing: AuthMessage.passwordRequired, missingStatus: 401 as const };
+      const confirmed = await reauthenticate(c, { password: { value: password === "" ? undefined : password, ...missing }, code: { value: code } });
       if ("refused" in confirmed) return confirmed.refused;
       const name = await removePasskey(c.var.db, c.var.caller, c.req.param("id"), Date.now());
       if (name === undefined) return c.text(AuthMessage.passkeyNotFound, 404);

@@ -7,7 +7,7 @@ import { requireAccessToken, unauthorized } from "../caller";
 import { mailerOf, sendPasskeyAddedNotice } from "../mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
-import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "../schemas";
+import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./schemas";
 import { PASSKEY_REFUSALS } from "../shapes";
 import { reauthenticate } from "../session/step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
@@ -43,8 +43,9 @@ export const passkeyRegistration = new Hono<AppEnv>()
       const { password, code } = c.req.valid("json");
       const rp = relyingParty(c.var);
       if (!rp) return c.text(AuthMessage.passkeysUnavailable, 503);
-      if (password === undefined || password === "") return c.text(AuthMessage.passwordRequired, 401);
-      const confirmed = await reauthenticate(c, { password, code: { value: code } });
+      // A missing password is the step-up's 401 here (the passkey interface), not counted; a wrong one is counted.
+      const missing = { missing: AuthMessage.passwordRequired, missingStatus: 401 as const };
+      const confirmed = await reauthenticate(c, { password: { value: password === "" ? undefined : password, ...missing }, code: { value: code } });
       if ("refused" in confirmed) return confirmed.refused;
       const { account } = confirmed;
       const challenge = randomBase64url();

@@ -6,7 +6,7 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
-import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "../schemas";
+import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./schemas";
 import { readDeviceToken } from "../session/devices";
 import { jwtSecretOf, openSession, type SignInProof } from "../session/gate";
 import { relyingParty, unavailable } from "./answers";

@@ -23,8 +23,8 @@ import { createSession, shortUserAgent } from "./store";
 
 /**
  * How a user proved themselves, as RFC 8176 `amr` values: `pwd` a password, `otp` a TOTP code, `mfa` two
- * factors; `rec` (ours: RFC 8176 has no value for it) a recovery code; `hwk`/`swk` and `fed` are kept for
- * passkeys and identity providers.
+ * factors; `rec` (ours: RFC 8176 has no value for it) a recovery code; `fed` a sign-in through an identity
+ * provider (auth/oauth/); `hwk`/`swk` are kept for passkeys.
  */
 const AMR_VALUES = ["pwd", "otp", "rec", "mfa", "hwk", "swk", "user", "fed"] as const;
 export type Amr = (typeof AMR_VALUES)[number];
@@ -43,6 +43,8 @@ export interface SignInProof {
   deviceId: string | undefined;
   /** True while the account has a second factor in use that this proof has not covered. */
   factorDue: boolean;
+  /** The provider (OAUTH_PROVIDERS name) of a social sign-in (`amr` has `fed`), recorded on the session. */
+  provider?: string;
 }
 
 export function jwtSecretOf(c: Context<AppEnv>): string {
@@ -68,8 +70,9 @@ export async function sessionTokens(caller: AccessClaims, generation: number, se
 export async function passGate(c: Context<AppEnv>, proof: SignInProof, alongside: BatchItem<"sqlite">[] = []) {
   if (!proof.factorDue) return openSession(c, proof, alongside);
   const { db, log } = c.var;
-  const { account, amr, deviceId } = proof;
-  const challenge = await newChallenge(db, { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), deviceId: deviceId ?? null }, Date.now());
+  const { account, amr, deviceId, provider } = proof;
+  const challenged = { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), deviceId: deviceId ?? null, provider: provider ?? null };
+  const challenge = await newChallenge(db, challenged, Date.now());
   await db.batch([challenge.statement, ...alongside]);
   log.info("mfa_challenge_created", { userId: account.id });
   const answer: MfaChallengeJson = { mfa_required: true, mfa_token: challenge.token, expires_in: MFA_TOKEN_TTL_MS / SECOND };
@@ -82,12 +85,12 @@ export async function passGate(c: Context<AppEnv>, proof: SignInProof, alongside
  * proof's, with `alongside` in the same transaction; answers the tokens and the device's token (renewed
  * for the device it came from, or a new device's). Nothing is stored for the device token (devices.ts).
  */
-export async function openSession(c: Context<AppEnv>, { account, amr, deviceId }: Omit<SignInProof, "factorDue">, alongside: BatchItem<"sqlite">[]) {
+export async function openSession(c: Context<AppEnv>, { account, amr, deviceId, provider }: Omit<SignInProof, "factorDue">, alongside: BatchItem<"sqlite">[]) {
   const { db, log } = c.var;
   const now = Date.now();
   const secret = jwtSecretOf(c);
   const userAgent = shortUserAgent(c.req.header("User-Agent"));
-  const session = createSession(db, { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), userAgent }, now);
+  const session = createSession(db, { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), provider: provider ?? null, userAgent }, now);
   const [created] = await db.batch([session.query, ...alongside]);
   // The password was reset or changed, or the account deleted, while the proof was checked.
   if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);

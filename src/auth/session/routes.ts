@@ -168,6 +168,7 @@ export const sessionRoutes = new Hono<AppEnv>()
             expires_at: new Date(session.expiresAt).toISOString(),
             user_agent: session.userAgent,
             amr: session.amr.split(" "),
+            provider: session.provider,
             current: session.id === caller.sessionId,
           }),
         ),

@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import { sessions, users } from "../../db/schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { tooManyRequests } from "../../lib/http";
-import { verifyPassword } from "../../lib/password";
+import { NO_PASSWORD, verifyPassword } from "../../lib/password";
+import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 import { callerSession, unauthorized, type CallerEnv } from "../caller";
 import { AuthMessage } from "../messages";
@@ -25,12 +26,21 @@ import { factorFields, factorOf, isActive, type Factor } from "../mfa/factor";
  */
 export const PASSWORD_CHECKS_PER_SESSION = 5;
 
+/**
+ * An account without a password (made by a social sign-in) proves itself, where others give the password,
+ * with a session opened this recently (or, while TOTP is on, with its code): a stolen refresh token that
+ * keeps an old session going is not enough.
+ */
+export const RECENT_SIGN_IN_MS = 10 * MINUTE;
+
 export interface CallerAccount {
   id: number;
   email: string;
   password: string;
   isVerified: boolean;
   createdAt: number;
+  /** When the caller's session was opened (its login, not its last refresh). */
+  sessionCreatedAt: number;
   factor: Factor | undefined;
   recoveryCodes: number;
 }
@@ -38,7 +48,15 @@ export interface CallerAccount {
 /** The account of the session `ofSession` selects (a condition on `sessions`), if that session is live. */
 function callerAccountQuery(db: Database, ofSession: SQL) {
   return db
-    .select({ id: users.id, email: users.email, password: users.password, isVerified: users.isVerified, createdAt: users.createdAt, ...factorFields })
+    .select({
+      id: users.id,
+      email: users.email,
+      password: users.password,
+      isVerified: users.isVerified,
+      createdAt: users.createdAt,
+      sessionCreatedAt: sessions.createdAt,
+      ...factorFields,
+    })
     .from(users)
     .innerJoin(sessions, eq(sessions.userId, users.id))
     .where(ofSession);
@@ -54,9 +72,13 @@ export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims)
   return account && toCallerAccount(account);
 }
 
-/** What to check: the password (when given), and the second factor's `code` while it is on (when asked). */
+/**
+ * What to check: the password (when asked: the body's, undefined when it carried none, and the 400 message
+ * for a missing one), and the second factor's `code` while it is on (when asked).
+ */
 export interface Proof {
-  password?: string;
+  /** `missing` answers a missing password with a 400 (`missingStatus` 401 where an interface says so: the passkey step-ups). */
+  password?: { value: string | undefined; missing: string; missingStatus?: 400 | 401 };
   /** Asks for the step-up: undefined when the body carried no code. */
   code?: { value: string | undefined };
 }
@@ -75,11 +97,22 @@ async function claimCheck(db: Database, ofCaller: SQL) {
 }
 
 /**
+ * The password part of a proof. An account with a password: "missing" or "wrong" or passed. One without
+ * (NO_PASSWORD, whatever was typed): passed by the code when TOTP is on and asked for (`codeFollows`),
+ * else by a session opened within RECENT_SIGN_IN_MS, else "stale".
+ */
+async function passwordCheck(c: Context<CallerEnv>, account: CallerAccount, typed: string | undefined, codeFollows: boolean) {
+  if (account.password === NO_PASSWORD) return codeFollows || account.sessionCreatedAt > Date.now() - RECENT_SIGN_IN_MS ? "passed" : "stale";
+  if (typed === undefined) return "missing";
+  return (await verifyPassword(typed, account.password, c.var.config.bcryptCost)) ? "passed" : "wrong";
+}
+
+/**
  * Checks the proof. Returns the account, or the answer to give: 401 for no session or a session out of
  * checks, a wrong password, a missing or wrong code while two-factor authentication is on.
  */
 export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promise<{ account: CallerAccount } | { refused: Response }> {
-  const { config, db, log } = c.var;
+  const { db, log } = c.var;
   const caller = c.var.caller;
   const checked = await claimCheck(db, callerSession(caller, Date.now()));
   if (!checked) return { refused: unauthorized(c) };
@@ -95,8 +128,11 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
     return { refused: c.text(message, 401) };
   };
 
-  if (proof.password !== undefined && !(await verifyPassword(proof.password, account.password, config.bcryptCost))) {
-    return wrong(AuthMessage.wrongPassword);
+  const byPassword = proof.password && (await passwordCheck(c, account, proof.password.value, !!proof.code && isActive(account.factor)));
+  if (byPassword === "wrong") return wrong(AuthMessage.wrongPassword);
+  if (byPassword === "missing" || byPassword === "stale") {
+    await giveBack();
+    return { refused: byPassword === "missing" ? c.text(proof.password!.missing, proof.password!.missingStatus ?? 400) : c.text(AuthMessage.signInAgain, 401) };
   }
   if (proof.code && isActive(account.factor)) {
     const code = proof.code.value;

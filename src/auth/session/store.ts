@@ -44,6 +44,8 @@ export interface NewSession {
   userId: number;
   signInEpoch: number;
   amr: string;
+  /** The provider of a social sign-in, null otherwise. */
+  provider: string | null;
   userAgent: string | null;
 }
 
@@ -70,6 +72,7 @@ export function createSession(db: Database, session: NewSession, now: number) {
           userAgent: sql<string | null>`${session.userAgent}`.as("user_agent"),
           passwordFailures: sql<number>`0`.as("password_failures"),
           amr: sql<string>`${session.amr}`.as("amr"),
+          provider: sql<string | null>`${session.provider}`.as("provider"),
         })
         .from(users)
         .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch))),

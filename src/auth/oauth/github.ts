@@ -1,0 +1,45 @@
+import type { OAuthProvider } from "../../config";
+import { normalizeEmail } from "../schemas";
+import type { ProviderIdentity } from "./identity";
+import { PROVIDER_TIMEOUT_MS, ProviderUnavailable } from "./providers";
+
+/**
+ * GitHub is OAuth 2 without id_tokens: the identity is its numeric user id (GET /user) and the address its
+ * primary one (GET /user/emails), vouched for when GitHub has verified it. The API base is
+ * OAUTH_GITHUB_API_URL (GitHub Enterprise, tests).
+ */
+
+interface GitHubEmail {
+  email: string;
+  primary: boolean;
+  verified: boolean;
+}
+
+async function api(provider: OAuthProvider, path: string, accessToken: string): Promise<unknown> {
+  const response = await fetch(`${provider.apiUrl}${path}`, {
+    headers: { Authorization: `Bearer ${accessToken}`, Accept: "application/vnd.github+json", "User-Agent": "notes-api" },
+    signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS),
+  }).catch((err: unknown) => {
+    throw new ProviderUnavailable(`GitHub ${path}: ${String(err)}`);
+  });
+  if (!response.ok) throw new ProviderUnavailable(`GitHub ${path} answered ${response.status}`);
+  return response.json();
+}
+
+function isEmail(value: unknown): value is GitHubEmail {
+  return typeof value === "object" && value !== null && "email" in value && typeof value.email === "string" && "primary" in value && "verified" in value;
+}
+
+/** The identity behind a GitHub access token; undefined when GitHub's answers are not what its API documents. */
+export async function githubIdentity(provider: OAuthProvider, accessToken: string): Promise<ProviderIdentity | undefined> {
+  const [user, emails] = await Promise.all([api(provider, "/user", accessToken), api(provider, "/user/emails", accessToken)]);
+  const id = typeof user === "object" && user !== null && "id" in user ? user.id : undefined;
+  if (!Number.isSafeInteger(id) || !Array.isArray(emails)) return undefined;
+  const primary = emails.filter(isEmail).find((entry) => entry.primary);
+  return {
+    issuer: provider.issuer,
+    subject: String(id),
+    email: primary ? normalizeEmail(primary.email) : undefined,
+    vouched: primary?.verified === true,
+  };
+}

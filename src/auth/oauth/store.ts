@@ -1,0 +1,201 @@
+import { and, eq, ne, sql, type SQL } from "drizzle-orm";
+import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../../db/schema";
+import type { AccessClaims } from "../../lib/access-token";
+import { NO_PASSWORD } from "../../lib/password";
+import type { Database } from "../../types";
+import { liveSession, sessionCheck } from "../caller";
+import { reserved } from "../account/store";
+import { factorFields } from "../mfa/factor";
+import { endAllSessions } from "../session/store";
+
+/**
+ * The SQL of social sign-in: the flows' states and login codes (each claimed by one DELETE … RETURNING,
+ * so used once whatever follows), the identities linked to accounts, and the accounts a sign-in makes or
+ * takes over. See docs/social-sign-in.md.
+ */
+
+export type OAuthState = typeof oauthStates.$inferSelect;
+export type LoginCode = typeof oauthLoginCodes.$inferSelect;
+/** An identity as a sign-in links it: the provider's name, issuer and subject, and the address it showed. */
+export type NewIdentity = Omit<typeof oauthIdentities.$inferInsert, "userId">;
+
+export function saveState(db: Database, state: OAuthState) {
+  return db.insert(oauthStates).values(state);
+}
+
+/** Claims a state: it is gone for every other request, live or not. Undefined when unknown, used or expired. */
+export async function claimState(db: Database, stateHash: string, now: number): Promise<OAuthState | undefined> {
+  const [state] = await db.delete(oauthStates).where(eq(oauthStates.stateHash, stateHash)).returning();
+  return state && state.expiresAt > now ? state : undefined;
+}
+
+export function saveLoginCode(db: Database, code: LoginCode) {
+  return db.insert(oauthLoginCodes).values(code);
+}
+
+/** Claims a login code before its verifier is looked at: spent whatever follows. Undefined when unknown, used or expired. */
+export async function claimLoginCode(db: Database, codeHash: string, now: number): Promise<LoginCode | undefined> {
+  const [code] = await db.delete(oauthLoginCodes).where(eq(oauthLoginCodes.codeHash, codeHash)).returning();
+  return code && code.expiresAt > now ? code : undefined;
+}
+
+/** What a sign-in needs of an account: its address and sign-in epoch (for the proof), and whether TOTP is on. */
+const signInFields = { id: users.id, email: users.email, signInEpoch: users.signInEpoch, totpStatus: factorFields.totpStatus };
+export type SignInAccount = { id: number; email: string; signInEpoch: number; totpStatus: string | null };
+
+export async function accountById(db: Database, userId: number): Promise<SignInAccount | undefined> {
+  const [account] = await db.select(signInFields).from(users).where(eq(users.id, userId));
+  return account;
+}
+
+/** The account an identity (issuer and subject) is linked to, and the address the identity last showed. */
+export async function identityAccount(db: Database, issuer: string, subject: string) {
+  const [row] = await db
+    .select({ ...signInFields, shown: oauthIdentities.email })
+    .from(oauthIdentities)
+    .innerJoin(users, eq(users.id, oauthIdentities.userId))
+    .where(and(eq(oauthIdentities.issuer, issuer), eq(oauthIdentities.subject, subject)));
+  return row;
+}
+
+/** Keeps the address an identity shows up to date (for GET /auth/me), when it changed. */
+export async function updateShownEmail(db: Database, issuer: string, subject: string, email: string) {
+  await db
+    .update(oauthIdentities)
+    .set({ email })
+    .where(and(eq(oauthIdentities.issuer, issuer), eq(oauthIdentities.subject, subject), sql`${oauthIdentities.email} IS NOT ${email}`));
+}
+
+/** Who holds `email`: the account (verified or not, and whether `provider` is linked to it already), or whether the address is reserved. */
+export async function addressHolder(db: Database, email: string, provider: string, now: number) {
+  const [[holder], [reservation]] = await db.batch([
+    db
+      .select({
+        id: users.id,
+        isVerified: users.isVerified,
+        linked: sql<number>`EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, users.id), eq(oauthIdentities.provider, provider))})`,
+      })
+      .from(users)
+      .where(eq(users.email, email)),
+    db.select({ reserved: sql<number>`1` }).from(sql`(SELECT 1)`).where(reserved(email, now)),
+  ]);
+  return { holder, reserved: reservation !== undefined };
+}
+
+/** Links the identity to the account `ofUser` selects, unless the identity is linked already or the account has one of this provider. */
+function linkStatement(db: Database, ofUser: SQL | undefined, identity: NewIdentity) {
+  return db
+    .insert(oauthIdentities)
+    .select(
+      db
+        .select({
+          provider: sql<string>`${identity.provider}`.as("provider"),
+          issuer: sql<string>`${identity.issuer}`.as("issuer"),
+          subject: sql<string>`${identity.subject}`.as("subject"),
+          userId: users.id,
+          email: sql<string | null>`${identity.email ?? null}`.as("email"),
+          createdAt: sql<number>`${identity.createdAt}`.as("created_at"),
+        })
+        .from(users)
+        .where(ofUser),
+    )
+    .onConflictDoNothing();
+}
+
+export async function linkIdentity(db: Database, userId: number, identity: NewIdentity) {
+  await linkStatement(db, eq(users.id, userId), identity);
+}
+
+/**
+ * A new verified account without a password for the identity's address, and the identity linked to the
+ * account this INSERT created (never to one it found), in one transaction; nothing when the address is
+ * taken (a concurrent sign-in or registration won: the caller reads the identity again) or reserved.
+ */
+export async function createPasswordless(db: Database, email: string, identity: NewIdentity, now: number) {
+  const created = db
+    .insert(users)
+    .select(
+      db
+        .select({
+          id: sql<number>`NULL`.as("id"),
+          email: sql<string>`${email}`.as("email"),
+          password: sql<string>`${NO_PASSWORD}`.as("password"),
+          isVerified: sql<boolean>`1`.as("isVerified"),
+          createdAt: sql<number>`${now}`.as("createdAt"),
+          lastMailAt: sql<number>`0`.as("lastMailAt"),
+          mailWindowStart: sql<number>`0`.as("mailWindowStart"),
+          mailsInWindow: sql<number>`0`.as("mailsInWindow"),
+          signInEpoch: sql<number>`0`.as("sign_in_epoch"),
+        })
+        .from(sql`(SELECT 1)`)
+        .where(sql`NOT ${reserved(email, now)}`),
+    )
+    .onConflictDoNothing({ target: users.email })
+    .returning({ id: users.id });
+  // In the same transaction, right after the INSERT: changes() and last_insert_rowid() are the INSERT's, so
+  // the identity goes to the account it created and to none it found; concurrent sign-ins of the same
+  // identity that lose the INSERT find the identity linked once this transaction is done.
+  const justCreated = and(eq(users.email, email), sql`changes() = 1`, sql`${users.id} = last_insert_rowid()`);
+  const [[account]] = await db.batch([created, linkStatement(db, justCreated, identity)]);
+  return account !== undefined;
+}
+
+/**
+ * The owner of an address takes over the unverified account a squatter registered with it, in one
+ * transaction, every statement only while the account is still unverified: the squatter's sessions, codes
+ * and reset requests end, then the password goes (NO_PASSWORD), the address counts as verified and the
+ * sign-in epoch moves on (a sign-in of the squatter's in flight opens nothing), and the identity is linked.
+ */
+export async function takeOver(db: Database, userId: number, identity: NewIdentity) {
+  const unverified = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.isVerified} = 0)`;
+  const [, , , [taken]] = await db.batch([
+    endAllSessions(db, userId, unverified),
+    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), unverified)),
+    db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), unverified)),
+    db
+      .update(users)
+      .set({ password: NO_PASSWORD, isVerified: true, signInEpoch: sql`${users.signInEpoch} + 1` })
+      .where(and(eq(users.id, userId), eq(users.isVerified, false)))
+      .returning({ id: users.id }),
+    linkStatement(db, eq(users.id, userId), identity),
+  ]);
+  return taken !== undefined;
+}
+
+/** The caller's linked identities, oldest first. */
+export function identitiesOf(db: Database, userId: number) {
+  return db
+    .select({ provider: oauthIdentities.provider, email: oauthIdentities.email, createdAt: oauthIdentities.createdAt })
+    .from(oauthIdentities)
+    .where(eq(oauthIdentities.userId, userId))
+    .orderBy(oauthIdentities.createdAt, oauthIdentities.provider);
+}
+
+/**
+ * THE rule of the last way in: the account can still be entered without its identity of `provider`. Every
+ * kind of credential is one condition here: a password, another identity (a passkey, once it exists, is one
+ * more EXISTS).
+ */
+export function otherWayIn(userId: number, provider: string): SQL {
+  return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
+    OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), ne(oauthIdentities.provider, provider))}))`;
+}
+
+/**
+ * Unlinks the caller's identity of `provider` in one transaction, only while the caller's session is live
+ * and the account keeps another way in: "dead" session, "absent" identity, "last" way in, or "unlinked".
+ */
+export async function unlinkIdentity(db: Database, caller: AccessClaims, provider: string, now: number) {
+  const ofProvider = and(eq(oauthIdentities.userId, caller.userId), eq(oauthIdentities.provider, provider));
+  const [[live], [linked], unlinked] = await db.batch([
+    sessionCheck(db, caller, now),
+    db.select({ provider: oauthIdentities.provider }).from(oauthIdentities).where(ofProvider),
+    db
+      .delete(oauthIdentities)
+      .where(and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, provider)))
+      .returning({ provider: oauthIdentities.provider }),
+  ]);
+  if (!live) return "dead";
+  if (!linked) return "absent";
+  return unlinked.length > 0 ? "unlinked" : "last";
+}

@@ -1,0 +1,41 @@
+import * as v from "valibot";
+import { body, requiredString } from "../../lib/validation";
+import { AuthMessage } from "../messages";
+import { stepUpCode } from "../schemas";
+import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
+
+/** The request bodies of the passkey endpoints (the area's other bodies are in auth/schemas.ts). */
+
+/**
+ * A passkey step-up's password: its absence is a 401 (the handler's), like a wrong one but not counted; a
+ * value of another type is a 400.
+ */
+const passkeyStepUpPassword = v.optional(
+  v.pipe(
+    v.string(AuthMessage.passwordString),
+    v.description("The account's password (step-up); an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes."),
+  ),
+);
+
+/** A passkey's name: trimmed, 1 to 64 characters, none of them control or invisible formatting characters. */
+const passkeyName = v.pipe(
+  requiredString(AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString),
+  v.transform((name) => name.trim()),
+  v.check((name) => [...name].length <= 64 && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
+  v.description("1 to 64 characters, trimmed; no control characters."),
+);
+
+export const PasskeyStepUpBody = body({ password: passkeyStepUpPassword, code: stepUpCode });
+
+export const PasskeyRegisterVerifyBody = body({ response: RegistrationResponse, name: v.optional(passkeyName) });
+
+export const PasskeyRenameBody = body({ name: passkeyName });
+
+/** POST /auth/passkeys/login/options takes an empty object: the user is found by the passkey they pick. */
+export const PasskeyLoginOptionsBody = body({});
+
+export const PasskeyLoginVerifyBody = body({
+  response: AuthenticationResponse,
+  // As in LoginBody: a value that is not one of our tokens counts for nothing.
+  device_token: v.fallback(v.optional(v.pipe(v.string(), v.description("The `device_token` of an earlier sign-in from this device: renewed, not replaced."))), undefined),
+});
