@@ -1,5 +1,6 @@
-import { and, eq, gt, gte, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, getTableColumns, gt, gte, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
 import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
@@ -65,6 +66,48 @@ export async function deleteAccount(db: Database, caller: AccessClaims, email: s
 export function reserved(email: string | SQL, now: number, except?: number | SQL): SQL {
   const others = except === undefined ? undefined : ne(emailChangeReverts.userId, except);
   return sql`EXISTS (SELECT 1 FROM ${emailChangeReverts} WHERE ${and(eq(emailChangeReverts.oldEmail, email), gt(emailChangeReverts.expiresAt, now), others)})`;
+}
+
+/** What a new account is made with; every other column takes its default. */
+export interface NewAccount {
+  email: string;
+  /** A bcrypt hash, or NO_PASSWORD (an account made by a provider's sign-in). */
+  password: string;
+  isVerified: boolean;
+  /** The registration mail, counted as the first of the hour's allowance (0: none was claimed). */
+  mailClaimedAt: number;
+}
+
+/**
+ * The statement that makes an account, unless its address is taken (the unique index decides between
+ * concurrent ones, not a prior read) or reserved (an undoable e-mail change gave it up): one row with its
+ * id, or none. Every column Drizzle's INSERT … SELECT wants is given: the ones set here, the others their
+ * defaults (a new column with a default needs nothing here). Batchable.
+ */
+export function newAccount(db: Database, account: NewAccount, now: number) {
+  const claimed = account.mailClaimedAt;
+  const set: Partial<Record<keyof typeof users.$inferInsert, string | number | null>> = {
+    email: account.email,
+    password: account.password,
+    isVerified: account.isVerified ? 1 : 0,
+    createdAt: now,
+    lastMailAt: claimed,
+    mailWindowStart: claimed,
+    mailsInWindow: claimed > 0 ? 1 : 0,
+  };
+  const row = Object.fromEntries(
+    Object.entries(getTableColumns(users)).map(([key, column]) => {
+      const value = key in set ? set[key as keyof typeof set] : column.default;
+      return [key, sql`${value ?? null}`.as(column.name)];
+    }),
+  );
+  // The row is built from the table's own columns, which the compiler cannot follow: it is every column, in order.
+  const select = db.select(row).from(sql`(SELECT 1)`).where(sql`NOT ${reserved(account.email, now)}`) as unknown as SQLiteInsertSelectQueryBuilder<typeof users>;
+  return db
+    .insert(users)
+    .select(select)
+    .onConflictDoNothing({ target: users.email })
+    .returning({ id: users.id });
 }
 
 /** Whether another account holds `email`, or has it reserved (any account but `except`). */

@@ -4,7 +4,7 @@ import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
-import { reserved } from "../account/store";
+import { newAccount, reserved } from "../account/store";
 import { factorFields } from "../mfa/factor";
 import { endAllSessions } from "../session/store";
 
@@ -112,26 +112,7 @@ export async function linkIdentity(db: Database, userId: number, identity: NewId
  * taken (a concurrent sign-in or registration won: the caller reads the identity again) or reserved.
  */
 export async function createPasswordless(db: Database, email: string, identity: NewIdentity, now: number) {
-  const created = db
-    .insert(users)
-    .select(
-      db
-        .select({
-          id: sql<number>`NULL`.as("id"),
-          email: sql<string>`${email}`.as("email"),
-          password: sql<string>`${NO_PASSWORD}`.as("password"),
-          isVerified: sql<boolean>`1`.as("isVerified"),
-          createdAt: sql<number>`${now}`.as("createdAt"),
-          lastMailAt: sql<number>`0`.as("lastMailAt"),
-          mailWindowStart: sql<number>`0`.as("mailWindowStart"),
-          mailsInWindow: sql<number>`0`.as("mailsInWindow"),
-          signInEpoch: sql<number>`0`.as("sign_in_epoch"),
-        })
-        .from(sql`(SELECT 1)`)
-        .where(sql`NOT ${reserved(email, now)}`),
-    )
-    .onConflictDoNothing({ target: users.email })
-    .returning({ id: users.id });
+  const created = newAccount(db, { email, password: NO_PASSWORD, isVerified: true, mailClaimedAt: 0 }, now);
   // In the same transaction, right after the INSERT: changes() and last_insert_rowid() are the INSERT's, so
   // the identity goes to the account it created and to none it found; concurrent sign-ins of the same
   // identity that lose the INSERT find the identity linked once this transaction is done.

@@ -1,7 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { users } from "../../db/schema";
 import type { Database } from "../../types";
-import { reserved } from "../account/store";
+import { newAccount } from "../account/store";
 import { codeStillIssued, deleteCode, issueCode } from "../codes";
 
 /** The SQL of registration and verification: the new account, and its verification. */
@@ -13,14 +13,7 @@ import { codeStillIssued, deleteCode, issueCode } from "../codes";
  * can still undo is reserved for it. Undefined when the address is taken or reserved.
  */
 export async function createAccount(db: Database, email: string, passwordHash: string, now: number): Promise<{ id: number; code: string | undefined } | undefined> {
-  // Written as SQL so that only these columns are named: the others take their defaults, and Drizzle's
-  // INSERT … SELECT would want every column of the table.
-  const column = (name: keyof typeof users.$inferInsert) => sql.identifier(users[name].name);
-  const [created] = await db.all<{ id: number }>(sql`
-    INSERT INTO ${users} (${column("email")}, ${column("password")}, ${column("isVerified")}, ${column("createdAt")}, ${column("lastMailAt")}, ${column("mailWindowStart")}, ${column("mailsInWindow")})
-    SELECT ${email}, ${passwordHash}, 0, ${now}, ${now}, ${now}, 1 WHERE NOT ${reserved(email, now)}
-    ON CONFLICT (${column("email")}) DO NOTHING
-    RETURNING ${column("id")} AS id`);
+  const [created] = await newAccount(db, { email, password: passwordHash, isVerified: false, mailClaimedAt: now }, now);
   if (!created) return undefined;
   const [issued] = await issueCode(db, "verify_email", now, { id: created.id });
   return { id: created.id, code: issued?.code };
