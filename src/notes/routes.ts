@@ -6,6 +6,7 @@ import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
+import { notesChanged } from "../live/notify";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
 import {
@@ -128,6 +129,7 @@ export const notesApp = new Hono<AppEnv>()
     if (key !== undefined) return createdOnce(c, key, title, content, now);
     const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
+    notesChanged(c);
     return noteAnswer(c, created[0]!, 201);
   })
 
@@ -202,7 +204,10 @@ export const notesApp = new Hono<AppEnv>()
     }
     const updated = await asCaller(db, caller, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
     if (!updated) return notesUnauthorized(c);
-    if (updated[0]) return noteAnswer(c, updated[0], 200);
+    if (updated[0]) {
+      notesChanged(c);
+      return noteAnswer(c, updated[0], 200);
+    }
     return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   })
   .delete(
@@ -227,7 +232,10 @@ export const notesApp = new Hono<AppEnv>()
     const now = Date.now();
     const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
     if (!deleted) return notesUnauthorized(c);
-    if (deleted[0]) return c.body(null, 204);
+    if (deleted[0]) {
+      notesChanged(c);
+      return c.body(null, 204);
+    }
     return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   });
 
