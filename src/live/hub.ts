@@ -90,10 +90,13 @@ export class LiveHub extends DurableObject<Bindings> {
     await this.recheck();
   }
 
-  /** The client closed: our end closes too (a code that may not be sent back, 1005 or 1006, as 1000). */
+  /** The client closed: our end answers with the same code (one that may not be sent, such as 1005 or 1006, as 1000). */
   override webSocketClose(socket: WebSocket, code: number): void {
-    if (socket.readyState !== WebSocket.OPEN) return;
-    socket.close(code === 1005 || code === 1006 ? 1000 : code);
+    try {
+      socket.close(code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000);
+    } catch {
+      // Closed already: the runtime answered it.
+    }
   }
 
   /** The hub reads nothing from a socket: ping is answered by the runtime, anything else is ignored. */
