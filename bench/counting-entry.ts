@@ -14,6 +14,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import bcrypt from "bcryptjs";
 import worker from "../src/index.ts";
 
+// The worker's Durable Object class, which its wrangler.toml binding names (LIVE_HUB), exported as the real entry does.
+export { LiveHub } from "../src/index.ts";
+
 const totals = { requests: 0, queries: 0, late: 0 };
 /** Set while a request is handled; `done` once its response has been handed back. */
 const current = new AsyncLocalStorage<{ queries: number; done: boolean }>();

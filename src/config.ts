@@ -32,8 +32,10 @@ export interface Config {
   /** MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT: mails the whole service may send in an hour, and in a day. */
   mailHourlyLimit: number;
   mailDailyLimit: number;
-  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
+  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. Also the pages that may open the live socket. */
   corsOrigins: string[];
+  /** LIVE_SOCKETS_PER_ACCOUNT: live-updates sockets one account may hold open (src/live/); a ticket beyond is a 429. */
+  liveSocketsPerAccount: number;
   /**
    * LOG_REQUESTS: which answers get a `request` log line. "errors" (the default): those with a status of 400
    * or more; "all": every answer. Workers Logs records every invocation (method, URL, status, time) anyway.
@@ -89,6 +91,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
+    liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     corsOrigins: (env.CORS_ORIGINS ?? "")
       .split(",")

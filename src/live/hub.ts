@@ -5,7 +5,7 @@ import { createLogger, describeError } from "../lib/log";
 import { SECOND } from "../lib/units";
 import type { Bindings } from "../types";
 import type { Claimed } from "./tickets";
-import { CLOSE_SESSION_ENDED, changedFrame, Frame, MAX_SOCKETS_PER_ACCOUNT, SESSION_ENDED_REASON } from "./protocol";
+import { CLOSE_SESSION_ENDED, changedFrame, Frame, SESSION_ENDED_REASON } from "./protocol";
 
 /**
  * The hub of one account's live sockets: a Durable Object per account (named by its user id, see notify.ts),
@@ -30,9 +30,12 @@ const EXPIRY_MARGIN_MS = SECOND;
 
 const log = createLogger({ event_source: "live_hub" });
 
-/** The request the worker sends the hub to open a socket for a claimed ticket (an internal URL: only the binding reaches it). */
-export function connectRequest({ userId, sessionId }: Claimed, ticketHash: string): Request {
-  const query = new URLSearchParams({ user: String(userId), session: sessionId, ticket: ticketHash });
+/**
+ * The request the worker sends the hub to open a socket for a claimed ticket, with the account's cap
+ * (LIVE_SOCKETS_PER_ACCOUNT, read by the worker's config): an internal URL, which only the binding reaches.
+ */
+export function connectRequest({ userId, sessionId }: Claimed, ticketHash: string, cap: number): Request {
+  const query = new URLSearchParams({ user: String(userId), session: sessionId, ticket: ticketHash, cap: String(cap) });
   return new Request(`https://live-hub.internal/connect?${query.toString()}`, { headers: { Upgrade: "websocket" } });
 }
 
@@ -45,13 +48,13 @@ export class LiveHub extends DurableObject<Bindings> {
 
   /**
    * Holds a place for a ticket until it is used or `until`: false when the account's open sockets and the
-   * places held already make MAX_SOCKETS_PER_ACCOUNT. The hub runs one call at a time and this one never
-   * waits, so of any burst of tickets no more are handed out than there are places.
+   * places held already make `cap`. The hub runs one call at a time and this one never waits, so of any
+   * burst of tickets no more are handed out than there are places.
    */
-  reserve(ticketHash: string, until: number): boolean {
+  reserve(ticketHash: string, until: number, cap: number): boolean {
     const places = this.places();
     const held = places.exec<{ n: number }>("SELECT count(*) AS n FROM places").one().n;
-    if (this.openSockets().length + held >= MAX_SOCKETS_PER_ACCOUNT) return false;
+    if (this.openSockets().length + held >= cap) return false;
     places.exec("INSERT INTO places (ticket, until) VALUES (?, ?)", ticketHash, until);
     return true;
   }
@@ -64,9 +67,9 @@ export class LiveHub extends DurableObject<Bindings> {
    */
   override async fetch(request: Request): Promise<Response> {
     const query = new URL(request.url).searchParams;
-    const [userId, sessionId, ticket] = [Number(query.get("user")), query.get("session") ?? "", query.get("ticket") ?? ""];
+    const [userId, sessionId, ticket, cap] = [Number(query.get("user")), query.get("session") ?? "", query.get("ticket") ?? "", Number(query.get("cap"))];
     this.places().exec("DELETE FROM places WHERE ticket = ?", ticket);
-    if (this.openSockets().length >= MAX_SOCKETS_PER_ACCOUNT) return new Response(null, { status: 429 });
+    if (this.openSockets().length >= cap) return new Response(null, { status: 429 });
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [sessionId]);
     server.serializeAttachment({ userId, sessionEnds: Number.MAX_SAFE_INTEGER } satisfies Attachment);

@@ -1,5 +1,3 @@
-import { MAX_SOCKETS_PER_ACCOUNT } from "./protocol";
-
 /** Every JSON error message of the live-updates routes, written once (docs/live.md lists them). */
 export const LiveMessage = {
   notAvailable: "Live updates need private notes (NOTES_AUTH=required)",
@@ -7,5 +5,5 @@ export const LiveMessage = {
   originRefused: "This Origin may not open live updates (it is not in CORS_ORIGINS)",
   ticketRequired: "ticket is required: ask POST /changes/live-ticket for one",
   invalidTicket: "The ticket is unknown, used or expired, or its session has ended: ask for a new one",
-  tooManySockets: `This account has ${MAX_SOCKETS_PER_ACCOUNT} live sockets open already: close one first`,
+  tooManySockets: "This account has as many live sockets open as it may: close one first",
 } as const;

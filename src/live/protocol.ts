@@ -4,9 +4,6 @@
  * source of truth, so a frame lost with a dropped connection loses nothing (the client pulls on `ready`).
  */
 
-/** Open sockets one account may hold; a ticket asked for beyond them is a 429. */
-export const MAX_SOCKETS_PER_ACCOUNT = 20;
-
 /** The close code of a socket whose session has ended (logout, password change, …): log in again. */
 export const CLOSE_SESSION_ENDED = 4001;
 export const SESSION_ENDED_REASON = "session ended";

@@ -13,7 +13,7 @@ import type { AppEnv } from "../types";
 import { connectRequest } from "./hub";
 import { LiveMessage } from "./messages";
 import { hubOf } from "./notify";
-import { CLOSE_SESSION_ENDED, Frame, MAX_SOCKETS_PER_ACCOUNT } from "./protocol";
+import { CLOSE_SESSION_ENDED, Frame } from "./protocol";
 import { LiveQuery, type LiveTicketJson } from "./schemas";
 import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT, TICKET_TTL_MS } from "./tickets";
 
@@ -56,12 +56,12 @@ const ticketOperation = describeRoute({
   description:
     "Browsers cannot send `Authorization` on a WebSocket: trade the access token for a ticket, and open `GET /changes/live?ticket=…` with it. " +
     `A ticket is good once, for ${TICKET_TTL_MS / SECOND} seconds, and only while the session that asked is live. ` +
-    `An account holds at most ${MAX_SOCKETS_PER_ACCOUNT} open sockets (tickets not yet used count). Only with NOTES_AUTH=required.`,
+    "An account holds at most LIVE_SOCKETS_PER_ACCOUNT (20 by default) open sockets, tickets not yet used included. Only with NOTES_AUTH=required.",
   responses: {
     "201": json("The ticket", ref("LiveTicket"), { "Cache-Control": { description: "`no-store`", schema: { type: "string" } } }),
     "401": notesErrors["401"],
     "404": jsonError("Notes are public (NOTES_AUTH=off): there are no live updates", LiveMessage.notAvailable),
-    "429": jsonError(`The account has ${MAX_SOCKETS_PER_ACCOUNT} sockets open (or about to open), or the per-client limit`, LiveMessage.tooManySockets, NoteMessage.clientThrottled),
+    "429": jsonError("The account has LIVE_SOCKETS_PER_ACCOUNT sockets open or about to open, or the per-client limit", LiveMessage.tooManySockets, NoteMessage.clientThrottled),
     "500": notesErrors["500"],
   },
 });
@@ -84,7 +84,7 @@ const socketOperation = describeRoute({
     "403": jsonError("An `Origin` that is not one of CORS_ORIGINS (a request without one passes)", LiveMessage.originRefused),
     "404": jsonError("Notes are public (NOTES_AUTH=off): there are no live updates", LiveMessage.notAvailable),
     "426": { ...jsonError("Not a WebSocket upgrade, whatever the ticket", LiveMessage.upgradeRequired), headers: { Upgrade: { schema: { type: "string", enum: ["websocket"] } } } },
-    "429": jsonError(`The account has ${MAX_SOCKETS_PER_ACCOUNT} sockets open already`, LiveMessage.tooManySockets),
+    "429": jsonError("The account has LIVE_SOCKETS_PER_ACCOUNT sockets open already (a ticket used after its place lapsed)", LiveMessage.tooManySockets),
     "500": notesErrors["500"],
   },
 });
@@ -104,7 +104,7 @@ export const liveApp = new Hono<AppEnv>()
       const { ticket, hash } = await newTicket();
       // Stored only while the session is live; a place at the hub only for a stored ticket.
       if (!(await issueTicket(db, caller, hash, now))) return notesUnauthorized(c);
-      if (!(await hubOf(c.env, caller.userId).reserve(hash, now + TICKET_TTL_MS))) return tooManySockets(c);
+      if (!(await hubOf(c.env, caller.userId).reserve(hash, now + TICKET_TTL_MS, c.var.config.liveSocketsPerAccount))) return tooManySockets(c);
       return c.json({ ticket, expires_in: TICKET_TTL_MS / SECOND } satisfies LiveTicketJson, 201);
     },
   )
@@ -114,7 +114,7 @@ export const liveApp = new Hono<AppEnv>()
     // The ticket is used up here, by one statement, before anything else happens to the request.
     const claimed = hash === undefined ? undefined : await claimTicket(c.var.db, hash, Date.now());
     if (!claimed || hash === undefined) return c.json({ error: LiveMessage.invalidTicket }, 401);
-    const answer = await hubOf(c.env, claimed.userId).fetch(connectRequest(claimed, hash));
+    const answer = await hubOf(c.env, claimed.userId).fetch(connectRequest(claimed, hash, c.var.config.liveSocketsPerAccount));
     if (!answer.webSocket) return tooManySockets(c);
     // The hub's answer as one of ours, whose headers the app's middleware may still set.
     return new Response(null, { status: 101, webSocket: answer.webSocket });

@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/crypto";
 import { LiveMessage } from "../../src/live/messages";
 import { hubOf } from "../../src/live/notify";
-import { MAX_SOCKETS_PER_ACCOUNT } from "../../src/live/protocol";
 import { NoteMessage } from "../../src/notes/messages";
 import {
   account,
@@ -28,6 +27,9 @@ import {
 } from "../helpers";
 
 /** POST /changes/live-ticket (src/live/routes.ts, src/live/tickets.ts) and the socket cap held by the hub (src/live/hub.ts). */
+
+/** LIVE_SOCKETS_PER_ACCOUNT as wrangler.toml sets it. */
+const CAP = 20;
 
 const askTicket = (token: string) => callWithEnv(PRIVATE_NOTES, "POST", "/changes/live-ticket", undefined, bearer(token));
 
@@ -78,9 +80,9 @@ describe("POST /changes/live-ticket", () => {
     }
   });
 
-  it(`answers 429 once the account has ${MAX_SOCKETS_PER_ACCOUNT} sockets open; another account is not counted, and a socket closed frees its place`, async () => {
+  it(`answers 429 once the account has ${CAP} sockets open; another account is not counted, and a socket closed frees its place`, async () => {
     const { token } = await logIn(await account());
-    const sockets = await Promise.all(Array.from({ length: MAX_SOCKETS_PER_ACCOUNT }, () => openLive(token)));
+    const sockets = await Promise.all(Array.from({ length: CAP }, () => openLive(token)));
     const refused = await askTicket(token);
     expect(await jsonOf(refused)).toEqual(error(429, LiveMessage.tooManySockets));
     expect(refused.headers.get("cache-control")).toBe("no-store");
@@ -97,21 +99,35 @@ describe("POST /changes/live-ticket", () => {
     for (const live of sockets) live.socket.close(1000);
   });
 
-  it(`holds the cap under a burst: of 25 tickets asked at once, exactly ${MAX_SOCKETS_PER_ACCOUNT} are handed out, and each opens a socket`, async () => {
+  it(`holds the cap under a burst: of 25 tickets asked at once, exactly ${CAP} are handed out, and each opens a socket`, async () => {
     const { token } = await logIn(await account());
     const answers = await Promise.all(Array.from({ length: 25 }, () => askTicket(token)));
-    expect(tally(answers)).toEqual({ 201: MAX_SOCKETS_PER_ACCOUNT, 429: 25 - MAX_SOCKETS_PER_ACCOUNT });
+    expect(tally(answers)).toEqual({ 201: CAP, 429: 25 - CAP });
     const tickets = await Promise.all(answers.filter((answer) => answer.status === 201).map(async (answer) => ((await answer.json()) as { ticket: string }).ticket));
     const sockets = (await Promise.all(tickets.map((ticket) => upgrade(ticket)))).map(acceptLive);
-    expect(await Promise.all(sockets.map((live) => live.frame(0)))).toEqual(Array(MAX_SOCKETS_PER_ACCOUNT).fill('{"type":"ready"}'));
+    expect(await Promise.all(sockets.map((live) => live.frame(0)))).toEqual(Array(CAP).fill('{"type":"ready"}'));
     expect((await askTicket(token)).status).toBe(429);
     for (const live of sockets) live.socket.close(1000);
+  });
+
+  it("caps at LIVE_SOCKETS_PER_ACCOUNT when set, and answers 500 naming the setting when it is not a number from 1 to 10,000", async () => {
+    const { token } = await logIn(await account());
+    const two = { LIVE_SOCKETS_PER_ACCOUNT: "2" };
+    const tickets = [await liveTicket(token, two), await liveTicket(token, two)];
+    expect(await jsonOf(await callWithEnv({ ...PRIVATE_NOTES, ...two }, "POST", "/changes/live-ticket", undefined, bearer(token)))).toEqual(
+      error(429, LiveMessage.tooManySockets),
+    );
+    for (const ticket of tickets) expect((await upgrade(ticket, {}, two)).status).toBe(101);
+    for (const bad of ["0", "10001", "many"]) {
+      const response = await callWithEnv({ ...PRIVATE_NOTES, LIVE_SOCKETS_PER_ACCOUNT: bad }, "POST", "/changes/live-ticket", undefined, bearer(token));
+      expect(await jsonOf(response)).toEqual(error(500, NoteMessage.internalError));
+    }
   });
 
   it("keeps the place of a ticket not used until the ticket expires", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    for (let i = 0; i < MAX_SOCKETS_PER_ACCOUNT; i++) await liveTicket(token);
+    for (let i = 0; i < CAP; i++) await liveTicket(token);
     expect((await askTicket(token)).status).toBe(429);
     // The places lapse with their tickets (TICKET_TTL_MS): moved back in the hub's own storage, as time would.
     const userId = (await storedUser(email))!.id;
