@@ -8,6 +8,8 @@ import { hc } from "hono/client";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
+import type { LiveMessage } from "../../src/live/messages";
+import type { LiveTicketJson } from "../../src/live/schemas";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/schemas";
@@ -20,6 +22,7 @@ type CreateNote = Awaited<ReturnType<typeof api.notes.$post>>;
 type ReadNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$get"]>>;
 type Changes = Awaited<ReturnType<typeof api.changes.$get>>;
 type UpdateNote = Awaited<ReturnType<(typeof api.notes)[":id"]["$patch"]>>;
+type LiveTicket = Awaited<ReturnType<(typeof api.changes)["live-ticket"]["$post"]>>;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -51,6 +54,12 @@ describe("typed client", () => {
     expectTypeOf<BodyOf<Changes, 200>>().toEqualTypeOf<ChangesPage>();
     expectTypeOf<Extract<ChangesPage["changes"][number], { type: "upsert" }>["note"]>().toEqualTypeOf<NoteJson>();
     expectTypeOf<BodyOf<Changes, 410>>().toEqualTypeOf<{ error: typeof NoteMessage.cursorExpired }>();
+  });
+
+  it("types a live-updates ticket, its 429, and the socket's URL with its ticket", () => {
+    expectTypeOf<BodyOf<LiveTicket, 201>>().toEqualTypeOf<LiveTicketJson>();
+    expectTypeOf<BodyOf<LiveTicket, 429>>().toEqualTypeOf<{ error: typeof LiveMessage.tooManySockets }>();
+    expect(api.changes.live.$url({ query: { ticket: "t" } }).href).toBe("http://api.test/changes/live?ticket=t");
   });
 
   it("types a conditional update's 412", () => {
