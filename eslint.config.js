@@ -28,10 +28,11 @@ const projects = [
 ];
 
 /**
- * Which area owns each table of src/db/schema.ts. Each area names only its own tables; the two meet only
- * through declared seams: notes takes the caller's live session from auth/caller.ts, and accounts are
- * handed what an account owns in notes at wiring time (index.ts). Every table must be listed here, so a new
- * one cannot slip past the rule below.
+ * Which area owns each table of src/db/schema.ts. Each area names only its own tables; they meet only
+ * through declared seams: notes and live updates take the caller's live session from auth/caller.ts, notes
+ * tell live updates of their writes through live/notify.ts, and accounts are handed what an account owns in
+ * notes, and who hears that sessions ended, at wiring time (index.ts). Every table must be listed here, so a
+ * new one cannot slip past the rules below.
  */
 const TABLES = {
   accounts: [
@@ -40,9 +41,10 @@ const TABLES = {
     "oauthLoginCodes",
   ],
   notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
+  live: ["liveTickets"],
 };
 const declared = [...readFileSync(new URL("./src/db/schema.ts", import.meta.url), "utf8").matchAll(/^export const (\w+) = sqliteTable\(/gm)].map((m) => m[1]);
-const unowned = declared.filter((table) => !TABLES.accounts.includes(table) && !TABLES.notes.includes(table));
+const unowned = declared.filter((table) => !Object.values(TABLES).some((owned) => owned.includes(table)));
 if (unowned.length > 0) throw new Error(`eslint.config.js: give every table of src/db/schema.ts an owner in TABLES: ${unowned.join(", ")}`);
 
 /** `no-restricted-imports` for the files of one area: none of `tables`, and none of `modules`. */
@@ -146,9 +148,9 @@ export default defineConfig(
     files: ["src/notes/**/*.ts"],
     rules: {
       "no-restricted-imports": ownTablesOnly(
-        TABLES.accounts,
-        ["**/auth/*", "!**/auth/caller"],
-        "The notes area reaches accounts only through auth/caller.ts (the caller's live session), never their tables",
+        [...TABLES.accounts, ...TABLES.live],
+        ["**/auth/*", "!**/auth/caller", "**/live/*", "!**/live/notify"],
+        "The notes area reaches accounts only through auth/caller.ts (the caller's live session) and live updates only through live/notify.ts, never their tables",
       ),
     },
   },
@@ -156,9 +158,21 @@ export default defineConfig(
     files: ["src/auth/**/*.ts"],
     rules: {
       "no-restricted-imports": ownTablesOnly(
-        TABLES.notes,
-        ["**/notes/*", "**/notes"],
-        "The accounts area never imports notes or names their tables: what an account owns there is handed in by index.ts",
+        [...TABLES.notes, ...TABLES.live],
+        ["**/notes/*", "**/notes", "**/live/*", "**/live"],
+        "The accounts area never imports notes or live updates, nor names their tables: what it needs of them is handed in by index.ts",
+      ),
+    },
+  },
+  {
+    // Live updates are built on the notes area (its Bearer check, its answers) and may use its modules;
+    // the sessions they hold are read only through auth/caller.ts.
+    files: ["src/live/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ownTablesOnly(
+        [...TABLES.accounts, ...TABLES.notes],
+        ["**/auth/*", "!**/auth/caller"],
+        "Live updates reach accounts only through auth/caller.ts and name only their own tables",
       ),
     },
   },

@@ -4,8 +4,11 @@
  * on the database or a session), and a bcrypt probe. Bundled by wrangler like the real worker; never deployed.
  *
  * - Every response carries `X-Bench-D1-Queries`: the round trips made before the response was returned.
- * - `GET /__bench/d1-stats`: the running totals `{ requests, queries, late }`, `late` the round trips made
- *   after a response was returned (a streamed list's later chunks).
+ * - `GET /__bench/d1-stats`: the running totals `{ requests, queries, late, hubRequests }`, `late` the round
+ *   trips made after a response was returned (a streamed list's later chunks), `hubRequests` the requests to
+ *   the live-updates hubs (a call of a Durable Object stub's method, `fetch` included), whenever made.
+ * - A request with `X-Bench-Hub: off` sees a LIVE_HUB whose hubs do nothing and cost no Durable Object
+ *   request: the write path as it was before live updates, for the cost they add.
  * - `POST /__bench/bcrypt` `{ op: "hash" | "compare", n, cost?, password, hash? }` runs bcryptjs `n` times.
  *
  * The counter travels in an AsyncLocalStorage, so the app always sees one env with one (wrapped) binding.
@@ -14,7 +17,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import bcrypt from "bcryptjs";
 import worker from "../src/index.ts";
 
-const totals = { requests: 0, queries: 0, late: 0 };
+// The worker's Durable Object class, which its wrangler.toml binding names (LIVE_HUB), exported as the real entry does.
+export { LiveHub } from "../src/index.ts";
+
+const totals = { requests: 0, queries: 0, late: 0, hubRequests: 0 };
 /** Set while a request is handled; `done` once its response has been handed back. */
 const current = new AsyncLocalStorage<{ queries: number; done: boolean }>();
 
@@ -68,18 +74,41 @@ function wrapDatabase<T extends object>(db: T): T {
   });
 }
 
+/**
+ * A hub's stub with each call of a method counted. Not through `wrap`: an RPC stub answers any property, so
+ * `method.bind` would be a remote property rather than Function.prototype.bind.
+ */
+function countingStub(stub: object): object {
+  return new Proxy(stub, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      if (typeof prop !== "string" || typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        totals.hubRequests++;
+        return Reflect.apply<object, unknown[], unknown>(value as AnyFunction, target, args);
+      };
+    },
+  });
+}
+
+const countingHubs = (namespace: object) => wrap(namespace, (name, method) => (name === "get" ? (...args) => countingStub(method(...args) as object) : method));
+
+/** Hubs that do nothing: every method resolves at once. */
+const idleHubs = { idFromName: () => ({}), get: () => new Proxy({}, { get: () => () => Promise.resolve(undefined) }) };
+
 type FetchHandler = (request: Request, env: unknown, ctx: ExecutionContext) => Response | Promise<Response>;
 const appFetch: FetchHandler = (worker as unknown as { fetch: FetchHandler }).fetch.bind(worker);
 
-/** One wrapped env per real env object, so the app sees a stable env identity across requests. */
-const wrappedEnvs = new WeakMap<object, object>();
-function countingEnv(env: Record<string, unknown>): object {
+/** Two wrapped envs per real env object (hubs counted, or idle), so the app sees a stable env identity across requests. */
+const wrappedEnvs = new WeakMap<object, { counted: object; idle: object }>();
+function countingEnv(env: Record<string, unknown>, hubs: "counted" | "idle"): object {
   let wrapped = wrappedEnvs.get(env);
   if (!wrapped) {
-    wrapped = { ...env, DB: wrapDatabase(env.DB as object) };
+    const DB = wrapDatabase(env.DB as object);
+    wrapped = { counted: { ...env, DB, LIVE_HUB: countingHubs(env.LIVE_HUB as object) }, idle: { ...env, DB, LIVE_HUB: idleHubs } };
     wrappedEnvs.set(env, wrapped);
   }
-  return wrapped;
+  return wrapped[hubs];
 }
 
 async function bcryptProbe(request: Request): Promise<Response> {
@@ -106,10 +135,12 @@ export default {
 
     const counter = { queries: 0, done: false };
     totals.requests++;
-    const response = await current.run(counter, () => appFetch(request, countingEnv(env), ctx));
+    const hubs = request.headers.get("X-Bench-Hub") === "off" ? "idle" : "counted";
+    const response = await current.run(counter, () => appFetch(request, countingEnv(env, hubs), ctx));
     counter.done = true;
     const headers = new Headers(response.headers);
     headers.set("X-Bench-D1-Queries", String(counter.queries));
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    // A live-updates upgrade keeps its socket.
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers, webSocket: response.webSocket });
   },
 } satisfies ExportedHandler<Record<string, unknown>>;

@@ -24,6 +24,7 @@ import { readOptions } from "./lib/options.ts";
 import { json, markdown, type Results } from "./lib/report.ts";
 import { startRuntime, type Runtime } from "./lib/runtime.ts";
 import { BCRYPT_COST, scenarios } from "./scenarios.ts";
+import { LIVE_SOCKETS } from "./lib/live.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const benchDir = join(root, "bench");
@@ -74,8 +75,15 @@ async function main(): Promise<number> {
   const [app, counting] = await Promise.all([buildBundle(root, join(buildDir, "app")), buildBundle(root, join(buildDir, "counting"), "bench/counting-entry.ts")]);
   log(`[bench] bundle: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
 
-  // Passkeys as in development (RP ID localhost, origin http://localhost:8787), for the passkey sign-in rows.
-  const vars = { JWT_SECRET_KEY: randomBytes(32).toString("base64url"), RATE_LIMITS: "off", BCRYPT_COST: String(BCRYPT_COST), WEBAUTHN_RP_ID: "localhost" };
+  // Passkeys as in development (RP ID localhost, origin http://localhost:8787), for the passkey sign-in rows;
+  // LIVE_SOCKETS_PER_ACCOUNT: the live scenario holds LIVE_SOCKETS sockets on one account, past the default cap.
+  const vars = {
+    JWT_SECRET_KEY: randomBytes(32).toString("base64url"),
+    RATE_LIMITS: "off",
+    BCRYPT_COST: String(BCRYPT_COST),
+    WEBAUTHN_RP_ID: "localhost",
+    LIVE_SOCKETS_PER_ACCOUNT: String(LIVE_SOCKETS),
+  };
   const rt = await startRuntime({ root, app, counting, vars });
   runtime = rt;
   const failures: string[] = [];

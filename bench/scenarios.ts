@@ -4,6 +4,7 @@
  * of its own (as bcrypt does). bench/README.md lists them.
  */
 import bcrypt from "bcryptjs";
+import { liveUpdates } from "./lib/live.ts";
 import { median, send, type RequestSpec } from "./lib/load.ts";
 import { cpu, fmt, throughput, type Context, type Row, type Scenario, type Table } from "./lib/measure.ts";
 import type { Options } from "./lib/options.ts";
@@ -94,6 +95,14 @@ async function privateNotes(ctx: Context): Promise<void> {
   }
 }
 const bearer = (user: number) => ({ Authorization: `Bearer ${tokens![user % USERS]}` });
+
+/** A new session (NOTES_AUTH=required) of the live scenario's writing account, or of a quiet one: two accounts the other scenarios leave alone. */
+async function liveSignIn(ctx: Context, account: "writer" | "quiet"): Promise<string> {
+  await accounts(ctx.rt);
+  const answer = await send(ctx.rt.urls.appPrivate, login(account === "writer" ? ACCOUNTS - 2 : ACCOUNTS - 3));
+  if (answer.status !== 200) throw new Error(`bench login answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  return (JSON.parse(answer.body) as { token: string }).token;
+}
 const randomUser = () => Math.floor(Math.random() * USERS);
 
 // Requests
@@ -283,5 +292,8 @@ export function scenarios(opts: Options): Scenario[] {
     }),
 
     { key: "bcrypt", run: bcryptTimes },
+
+    // Live updates: an account with 100 open sockets, and writes to its notes.
+    liveUpdates(liveSignIn),
   ];
 }

@@ -12,6 +12,8 @@ import { corsPolicy } from "./lib/cors";
 import { securityHeaders } from "./lib/security-headers";
 import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
+import { liveApp } from "./live/routes";
+import { sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
@@ -54,6 +56,7 @@ const app = new Hono<AppEnv>()
     const session = requestSession(c.env.DB, c.req.method, bookmark);
     const { client, asked } = trackedClient(session);
     c.set("db", databaseOf(client));
+    c.set("bookmark", () => session.getBookmark());
     await next();
     // Only what the database reports, once asked: an answer that asked it nothing carries no bookmark,
     // rather than the client's own value handed back as if the database had vouched for it (docs/api.md).
@@ -61,9 +64,13 @@ const app = new Hono<AppEnv>()
     if (latest) setAnswerHeader(c, BOOKMARK_HEADER, latest);
   })
   // The two areas meet here and in auth/caller.ts only: notes takes the caller's live session from there,
-  // and accounts are handed what an account owns in notes, to delete with it.
-  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion }))
+  // and accounts are handed what an account owns in notes, to delete with it, and who hears that sessions
+  // ended (the live sockets close theirs).
+  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
   .route("/notes", notesApp)
+  // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
+  // answers first ends the chain (live/routes.ts).
+  .route("/changes", liveApp)
   .route("/changes", changesApp)
   // What native apps need to use this domain's passkeys, at the paths their platforms look for.
   .route("/.well-known", wellKnown)
@@ -83,6 +90,8 @@ app.onError((err, c) => {
 
 export type AppType = typeof app;
 export { app };
+// The hub of each account's live sockets, a Durable Object class (wrangler.toml, `LIVE_HUB`).
+export { LiveHub } from "./live/hub";
 
 export default {
   fetch: app.fetch,

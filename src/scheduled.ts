@@ -2,6 +2,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { authCleanUp } from "./auth/cleanup";
 import { batchOf } from "./db/client";
 import { createLogger } from "./lib/log";
+import { liveCleanUp } from "./live/tickets";
 import { notesCleanUp } from "./notes/lifecycle";
 import type { Database } from "./types";
 
@@ -13,7 +14,7 @@ type CleanUpList = Record<string, BatchItem<"sqlite">>;
  * batch in the order the areas give, and one log line with how many rows each named statement touched.
  */
 export async function cleanUp(db: Database, now: number): Promise<void> {
-  const lists: CleanUpList[] = [authCleanUp(db, now), notesCleanUp(db, now)];
+  const lists: CleanUpList[] = [authCleanUp(db, now), notesCleanUp(db, now), liveCleanUp(db, now)];
   const named = lists.flatMap((list) => Object.entries(list));
   const results = await batchOf(db, named.map(([, statement]) => statement));
   const counts = Object.fromEntries(named.map(([name], i) => [name, rowCount(results[i])]));

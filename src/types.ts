@@ -19,5 +19,12 @@ export type AppEnv = {
     config: Config;
     requestId: string;
     log: Logger;
+    /** The D1 bookmark of the request's session as it stands: after a write, the write's (index.ts). */
+    bookmark: () => string | null;
+    /**
+     * Set by the accounts area (auth/routes.ts): a path that ended sessions of account `userId` calls it
+     * after its write committed, and whoever holds sessions beyond a request (live sockets) re-checks them.
+     */
+    sessionsEnded: (userId: number) => void;
   };
 };

@@ -3,6 +3,7 @@ import { hc } from "hono/client";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../src/auth/messages";
 import { app, type AppType } from "../src/index";
+import { LiveMessage } from "../src/live/messages";
 import { NoteMessage } from "../src/notes/messages";
 import { BASE, call, mailedCode, PASSWORD, randomEmail } from "./helpers";
 
@@ -42,9 +43,18 @@ describe("GET /openapi.json", () => {
     expect(schema("/notes/{id}", "patch").required ?? []).toEqual([]);
   });
 
+  it("documents live updates: the ticket, and the socket as an upgrade with its frames", async () => {
+    type Described = { description: string; responses: Record<string, unknown> };
+    const doc = (await openApi()) as unknown as { paths: Record<string, Record<string, Described>> };
+    expect(Object.keys(doc.paths["/changes/live-ticket"]!.post!.responses)).toEqual(expect.arrayContaining(["201", "401", "404", "429"]));
+    const socket = doc.paths["/changes/live"]!.get!;
+    expect(Object.keys(socket.responses)).toEqual(expect.arrayContaining(["101", "400", "401", "403", "404", "426", "429"]));
+    for (const frame of ['{"type":"ready"}', '{"type":"changed","bookmark":', '{"type":"ping"}', '{"type":"pong"}', "4001"]) expect(socket.description).toContain(frame);
+  });
+
   it("names every answer the app can give", async () => {
     const text = JSON.stringify(await openApi());
-    for (const message of [...Object.values(AuthMessage), ...Object.values(NoteMessage)]) {
+    for (const message of [...Object.values(AuthMessage), ...Object.values(NoteMessage), ...Object.values(LiveMessage)]) {
       expect(text, message).toContain(JSON.stringify(message).slice(1, -1));
     }
   });

@@ -158,8 +158,8 @@ export const CPU: Table = {
   columns: ["Endpoint", "requests × repetitions", "ours ms (lowest–highest)", "floor ms (lowest–highest)"],
 };
 
-const CPU_REPS = 3;
-const EMPTY_REQUESTS = 200;
+export const CPU_REPS = 3;
+export const EMPTY_REQUESTS = 200;
 
 export interface CpuSpec {
   key: string;
@@ -177,7 +177,7 @@ export interface CpuSpec {
 }
 
 /** Milliseconds of workerd CPU per request over `count` requests in a row. */
-async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c: { label: string; expectStatus: number; next: CpuSpec["next"] }): Promise<number> {
+export async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c: { label: string; expectStatus: number; next: CpuSpec["next"] }): Promise<number> {
   let previous: SingleResult | undefined;
   const before = cpuNanoseconds(ctx.pids);
   for (let i = 0; i < count; i++) {
@@ -190,7 +190,7 @@ async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c:
   return (cpuNanoseconds(ctx.pids) - before) / count / 1e6;
 }
 
-const EMPTY = { label: "empty worker", expectStatus: 200, next: (): RequestSpec => ({ method: "GET", path: "/" }) };
+export const EMPTY = { label: "empty worker", expectStatus: 200, next: (): RequestSpec => ({ method: "GET", path: "/" }) };
 
 export function cpu(spec: CpuSpec): Scenario {
   const c = { ours: "app", expectStatus: 200, ...spec } as const;

@@ -1,4 +1,4 @@
-import { and, eq, gt, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
@@ -47,6 +47,20 @@ export function liveSessionOf(db: Database, caller: CallerRef, now: number | SQL
 /** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
 export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<number>) {
   return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
+}
+
+/**
+ * Which of `sessionIds` are live sessions of `userId` at `now`, each with the time it ends (one query): for
+ * what holds on to sessions beyond one request, the live sockets (src/live/hub.ts), to close those whose
+ * session has ended.
+ */
+export async function liveSessionsAmong(db: Database, userId: number, sessionIds: readonly string[], now: number): Promise<Map<string, number>> {
+  if (sessionIds.length === 0) return new Map();
+  const rows = await db
+    .select({ id: sessions.id, expiresAt: sessions.expiresAt })
+    .from(sessions)
+    .where(and(inArray(sessions.id, [...sessionIds]), eq(sessions.userId, userId), gt(sessions.expiresAt, now)));
+  return new Map(rows.map((row) => [row.id, row.expiresAt]));
 }
 
 const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));

@@ -1,8 +1,9 @@
 import { Hono } from "hono";
+import { createMiddleware } from "hono/factory";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
-import type { AppEnv } from "../types";
+import type { AppEnv, Bindings } from "../types";
 import { accountDeletion, accountRoutes } from "./account/routes";
 import { emailRevert } from "./account/email-revert";
 import type { OwnedElsewhere } from "./account/store";
@@ -15,18 +16,36 @@ import { registration } from "./registration/routes";
 import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
 import { sessionRoutes } from "./session/routes";
 
-/** What the accounts area is handed at wiring time (index.ts): what other areas keep for an account. */
+/**
+ * Told that some sessions of account `userId` have ended, after the write that ended them committed: what
+ * holds on to sessions beyond one request (the live sockets, src/live/) re-reads which are still live.
+ */
+export type SessionsEnded = (env: Bindings, userId: number) => Promise<void>;
+
+/**
+ * What the accounts area is handed at wiring time (index.ts): what other areas keep for an account, and who
+ * hears that sessions ended.
+ */
 export interface AuthSeams {
   ownedElsewhere: OwnedElsewhere;
+  sessionsEnded: SessionsEnded;
 }
 
 /**
  * The accounts area: one sub-app per capability, mounted at /auth, behind its body limit and per-client
  * limit. Its answers carry tokens or personal data, or say whether an address has an account: none is cached.
  */
-export function authArea({ ownedElsewhere }: AuthSeams) {
+export function authArea({ ownedElsewhere, sessionsEnded }: AuthSeams) {
   const auth = new Hono<AppEnv>()
     .use(noStore())
+    // Every path that ends sessions calls `c.var.sessionsEnded(userId)` once its write has committed; the
+    // listener runs after the answer (waitUntil).
+    .use(
+      createMiddleware<AppEnv>(async (c, next) => {
+        c.set("sessionsEnded", (userId) => c.executionCtx.waitUntil(sessionsEnded(c.env, userId)));
+        await next();
+      }),
+    )
     .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
     .use(clientRateLimit((env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }), ["POST"], AuthMessage.clientThrottled))
     .route("/", registration)

@@ -53,8 +53,10 @@ export interface Config {
   mailDailyLimit: number;
   /** MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: mails to unverified addresses one client may cause in an hour. */
   mailUnverifiedClientHourlyLimit: number;
-  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. */
+  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. Also the pages that may open the live socket. */
   corsOrigins: string[];
+  /** LIVE_SOCKETS_PER_ACCOUNT: live-updates sockets one account may hold open (src/live/); a ticket beyond is a 429. */
+  liveSocketsPerAccount: number;
   /**
    * APP_URL: the app's own web address (no trailing slash), for the links in mails: a reset mail links to
    * `<APP_URL>/reset-password?…`, an e-mail change notice to `<APP_URL>/revert-email-change?…`. Undefined:
@@ -116,6 +118,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
     mailUnverifiedClientHourlyLimit: intSetting("MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT", env.MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT, 10, 1, 1_000_000_000),
+    liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
     turnstile: turnstileOf(env),

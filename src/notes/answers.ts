@@ -8,6 +8,7 @@ import { NoteMessage } from "./messages";
 import { notesUnauthorized, type NotesEnv } from "./owner";
 import { readNote } from "./queries";
 import type { NoteJson } from "./schemas";
+import { notesChanged } from "../live/notify";
 import { searchNotes } from "./search";
 
 /**
@@ -91,7 +92,9 @@ export async function createdOnce(c: Context<NotesEnv>, key: string, title: stri
   if (once.outcome === "unauthorized") return notesUnauthorized(c);
   if (once.outcome === "mismatch") return c.json({ error: NoteMessage.idempotencyKeyReused }, 422);
   if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
+  // A replay wrote nothing: nobody is told of it.
   if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
+  else notesChanged(c);
   c.header("ETag", etagOf(once.revision));
   return jsonText<NoteJson, 201>(c, once.body, 201);
 }

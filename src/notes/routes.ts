@@ -1,11 +1,11 @@
 import { Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import { asCaller } from "../auth/caller";
 import { badJson, describeRoute, json, jsonError, ref, throttled } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
+import { notesChanged } from "../live/notify";
 import { jsonBody, queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
 import {
@@ -29,17 +29,7 @@ import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
 import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, parseNoteId, UpdateNoteBody } from "./schemas";
 import { DEFAULT_SEARCH_LIMIT } from "./search";
-
-/** Answers the contract's 400 for a bad `{id}` (on paths that have one) before anything else is looked at. */
-const noteIdFirst = createMiddleware(async (c, next) => {
-  const id = c.req.param("id");
-  if (id !== undefined) parseNoteId(id);
-  await next();
-});
-
-/** Searches count against a limit of their own; a list (GET /notes without `q`) against none. */
-const searchLimit = clientRateLimit((env) => ({ client: env.SEARCH_RATE_LIMITER, network: env.SEARCH_RATE_LIMITER_IPV6_48 }), ["GET"], NoteMessage.searchThrottled);
-const limitSearches = createMiddleware<AppEnv>((c, next) => (c.req.query("q") === undefined ? next() : searchLimit(c, next)));
+import { limitSearches, noteIdFirst } from "./middleware";
 
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
@@ -136,6 +126,7 @@ export const notesApp = new Hono<AppEnv>()
     if (key !== undefined) return createdOnce(c, key, title, content, now);
     const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
     if (!created) return notesUnauthorized(c);
+    notesChanged(c);
     return noteAnswer(c, created[0]!, 201);
   })
 
@@ -210,7 +201,10 @@ export const notesApp = new Hono<AppEnv>()
     }
     const updated = await asCaller(db, caller, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
     if (!updated) return notesUnauthorized(c);
-    if (updated[0]) return noteAnswer(c, updated[0], 200);
+    if (updated[0]) {
+      notesChanged(c);
+      return noteAnswer(c, updated[0], 200);
+    }
     return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   })
   .delete(
@@ -235,7 +229,10 @@ export const notesApp = new Hono<AppEnv>()
     const now = Date.now();
     const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
     if (!deleted) return notesUnauthorized(c);
-    if (deleted[0]) return c.body(null, 204);
+    if (deleted[0]) {
+      notesChanged(c);
+      return c.body(null, 204);
+    }
     return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
   });
 

@@ -2,6 +2,7 @@ import { AuthMessage } from "../auth/messages";
 import { Identity, Login, Me, MfaChallenge, OAuthRefusal, Passkey, PasskeyRefusal, RegistrationOptions, Session, SignInOptions, Tokens } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
+import { LiveTicket } from "../live/schemas";
 import { NoteMessage } from "../notes/messages";
 import { Note } from "../notes/schemas";
 import { operationOf, schemaOf, type Json, type Operation } from "../lib/describe";
@@ -21,7 +22,7 @@ export interface RegisteredRoute {
 }
 
 /** Every path that uses the database takes the bookmark header. */
-const usesDatabase = (path: string) => path.startsWith("/auth/") || path.startsWith("/notes") || path === "/changes";
+const usesDatabase = (path: string) => path.startsWith("/auth/") || path.startsWith("/notes") || path.startsWith("/changes");
 
 function operation(path: string, described: Operation, handlers: unknown[]): Json {
   const { requestExample, parameters = [], ...rest } = described;
@@ -63,6 +64,7 @@ function components(): Json {
       SignInOptions: schemaOf(SignInOptions),
       Identity: schemaOf(Identity),
       OAuthRefusal: schemaOf(OAuthRefusal),
+      LiveTicket: schemaOf(LiveTicket),
     },
     parameters: {
       Bookmark: {

@@ -9,6 +9,8 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
 import type { PasskeyJson, PasskeyRefusalJson, RequestOptionsJson } from "../../src/auth/shapes";
+import type { LiveMessage } from "../../src/live/messages";
+import type { LiveTicketJson } from "../../src/live/schemas";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/schemas";
@@ -27,6 +29,7 @@ type PasskeySignIn = Awaited<ReturnType<typeof api.auth.passkeys.login.verify.$p
 type PasskeySignInOptions = Awaited<ReturnType<typeof api.auth.passkeys.login.options.$post>>;
 type PasskeyRegister = Awaited<ReturnType<typeof api.auth.passkeys.register.verify.$post>>;
 type Passkeys = Awaited<ReturnType<typeof api.auth.passkeys.$get>>;
+type LiveTicket = Awaited<ReturnType<(typeof api.changes)["live-ticket"]["$post"]>>;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -74,6 +77,12 @@ describe("typed client", () => {
     expectTypeOf<BodyOf<Changes, 200>>().toEqualTypeOf<ChangesPage>();
     expectTypeOf<Extract<ChangesPage["changes"][number], { type: "upsert" }>["note"]>().toEqualTypeOf<NoteJson>();
     expectTypeOf<BodyOf<Changes, 410>>().toEqualTypeOf<{ error: typeof NoteMessage.cursorExpired }>();
+  });
+
+  it("types a live-updates ticket, its 429, and the socket's URL with its ticket", () => {
+    expectTypeOf<BodyOf<LiveTicket, 201>>().toEqualTypeOf<LiveTicketJson>();
+    expectTypeOf<BodyOf<LiveTicket, 429>>().toEqualTypeOf<{ error: typeof LiveMessage.tooManySockets }>();
+    expect(api.changes.live.$url({ query: { ticket: "t" } }).href).toBe("http://api.test/changes/live?ticket=t");
   });
 
   it("types a conditional update's 412", () => {

@@ -169,6 +169,7 @@ export const emailChange = new Hono<AppEnv>()
         return (await addressHeld(db, newEmail, Date.now(), caller.userId)) ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
+      c.var.sessionsEnded(caller.userId);
       await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, { link: undoLink(c.var.config.appUrl, c.req.url, revert.token), token: revert.token });
       return c.text(AuthMessage.emailChanged, 200);
     },

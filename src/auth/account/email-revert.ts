@@ -76,6 +76,7 @@ export const emailRevert = new Hono<AppEnv>()
     const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
     if (restored) {
       c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
+      c.var.sessionsEnded(restored.id);
       // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
       await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
       return c.text(AuthMessage.emailChangeReverted, 200);

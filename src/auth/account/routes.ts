@@ -67,6 +67,7 @@ export const accountRoutes = new Hono<AppEnv>()
       if ("refused" in confirmed) return confirmed.refused;
       if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now()))) return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
+      c.var.sessionsEnded(caller.userId);
       await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
       return c.text(AuthMessage.passwordChanged, 200);
     },
@@ -99,6 +100,7 @@ export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
         if ("refused" in confirmed) return confirmed.refused;
         if (!(await deleteAccount(db, caller, confirmed.account.email, ownedElsewhere, Date.now()))) return unauthorized(c);
         log.info("account_deleted", { userId: caller.userId });
+        c.var.sessionsEnded(caller.userId);
         return c.body(null, 204);
       },
     );

@@ -100,6 +100,7 @@ export const mfaRoutes = new Hono<AppEnv>()
       // Sessions opened before the factor was on never passed it: they end (the caller's goes on).
       await replaceRecoveryCodes(db, account.id, codes, [endOtherSessions(db, c.var.caller)]);
       log.info("mfa_enabled", { userId: account.id });
+      c.var.sessionsEnded(account.id);
       await sendMfaEnabledNotice(mailerOf(c.var), account.email);
       return c.json({ recovery_codes: codes }, 200);
     },
@@ -159,6 +160,7 @@ export const mfaRoutes = new Hono<AppEnv>()
       if (!isActive(check.account.factor)) return c.text(AuthMessage.mfaNotActive, 400);
       await db.batch([...removeFactors(db, caller.userId), dropChallenges(db, caller.userId), endOtherSessions(db, caller)]);
       log.info("mfa_disabled", { userId: caller.userId });
+      c.var.sessionsEnded(caller.userId);
       await sendMfaDisabledNotice(mailerOf(c.var), check.account.email);
       return c.body(null, 204);
     },

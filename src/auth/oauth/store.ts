@@ -4,7 +4,7 @@ import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
-import { newAccount, reserved } from "../account/store";
+import { newAccount, passwordWrite, reserved } from "../account/store";
 import { factorFields } from "../mfa/factor";
 import { endAllSessions } from "../session/store";
 
@@ -127,7 +127,7 @@ export async function createPasswordless(db: Database, email: string, identity: 
  * and reset requests end, then the password goes (NO_PASSWORD), the address counts as verified and the
  * sign-in epoch moves on (a sign-in of the squatter's in flight opens nothing), and the identity is linked.
  */
-export async function takeOver(db: Database, userId: number, identity: NewIdentity) {
+export async function takeOver(db: Database, userId: number, identity: NewIdentity, now = Date.now()) {
   const unverified = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.isVerified} = 0)`;
   const [, , , [taken]] = await db.batch([
     endAllSessions(db, userId, unverified),
@@ -135,7 +135,7 @@ export async function takeOver(db: Database, userId: number, identity: NewIdenti
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), unverified)),
     db
       .update(users)
-      .set({ password: NO_PASSWORD, isVerified: true, signInEpoch: sql`${users.signInEpoch} + 1` })
+      .set({ ...passwordWrite(NO_PASSWORD, now), isVerified: true })
       .where(and(eq(users.id, userId), eq(users.isVerified, false)))
       .returning({ id: users.id }),
     linkStatement(db, eq(users.id, userId), identity),

@@ -113,6 +113,7 @@ export const recovery = new Hono<AppEnv>()
     if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }, Date.now()))) return c.text(AuthMessage.invalidResetCode, 401);
 
     log.info("password_reset", { userId, email: maskEmail(email) });
+    c.var.sessionsEnded(userId);
     await sendPasswordChangedNotice(mailerOf(c.var), email);
     return c.text(AuthMessage.passwordReset, 200);
   });

@@ -123,7 +123,10 @@ export const sessionRoutes = new Hono<AppEnv>()
       const claims = await readRefreshToken(refreshToken, secret);
       if (!claims) return c.text(AuthMessage.invalidRefreshToken, 401);
       const { rotated, revoked } = await rotateSession(db, claims, Date.now());
-      if (revoked) log.warn("refresh_token_reused", { userId: revoked.userId, sessionId: claims.sessionId, detail: "session revoked" });
+      if (revoked) {
+        log.warn("refresh_token_reused", { userId: revoked.userId, sessionId: claims.sessionId, detail: "session revoked" });
+        c.var.sessionsEnded(revoked.userId);
+      }
       if (!rotated) return c.text(AuthMessage.invalidRefreshToken, 401);
       return c.json(await sessionTokens({ userId: rotated.userId, sessionId: claims.sessionId }, rotated.generation, secret, log), 200);
     },
@@ -142,6 +145,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       const caller = c.var.caller;
       if (!(await endSession(c.var.db, caller, Date.now()))) return unauthorized(c);
       c.var.log.info("session_ended", { userId: caller.userId, sessionId: caller.sessionId });
+      c.var.sessionsEnded(caller.userId);
       return c.body(null, 204);
     },
   )
@@ -186,7 +190,11 @@ export const sessionRoutes = new Hono<AppEnv>()
       responses: { "204": { description: "Ended" }, ...bearerErrors },
     }),
     requireAccessToken,
-    async (c) => ((await endOtherSessionsNow(c.var.db, c.var.caller, Date.now())) ? c.body(null, 204) : unauthorized(c)),
+    async (c) => {
+      if (!(await endOtherSessionsNow(c.var.db, c.var.caller, Date.now()))) return unauthorized(c);
+      c.var.sessionsEnded(c.var.caller.userId);
+      return c.body(null, 204);
+    },
   )
 
   .delete(
@@ -202,6 +210,8 @@ export const sessionRoutes = new Hono<AppEnv>()
       const { live, ended } = await endSessionById(c.var.db, c.var.caller, c.req.param("id"), Date.now());
       if (!live) return unauthorized(c);
       // Someone else's session, or one that does not exist: the same 404, so ids cannot be probed.
-      return ended ? c.body(null, 204) : c.text(AuthMessage.sessionNotFound, 404);
+      if (!ended) return c.text(AuthMessage.sessionNotFound, 404);
+      c.var.sessionsEnded(c.var.caller.userId);
+      return c.body(null, 204);
     },
   );

@@ -124,6 +124,7 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
       // Only while the count still stands there: a right check running alongside may have given its claim back.
       await db.delete(sessions).where(and(ofThisSession, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)));
       log.warn("session_ended_wrong_passwords", { userId: caller.userId, sessionId: caller.sessionId });
+      c.var.sessionsEnded(caller.userId);
     }
     return { refused: c.text(message, 401) };
   };

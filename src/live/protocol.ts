@@ -1,0 +1,25 @@
+/**
+ * What goes over a live-updates socket (docs/live.md), written once for the hub, the routes' description
+ * and the tests. The socket carries no data, only "pull now": the changes feed (GET /changes) stays the one
+ * source of truth, so a frame lost with a dropped connection loses nothing (the client pulls on `ready`).
+ */
+
+/** The close code of a socket whose session has ended (logout, password change, …): log in again. */
+export const CLOSE_SESSION_ENDED = 4001;
+export const SESSION_ENDED_REASON = "session ended";
+
+export const Frame = {
+  /** The first frame, sent once the socket is registered: pull now, and every change after it will be told. */
+  ready: '{"type":"ready"}',
+  /** What a client sends to keep an idle connection open, exactly these bytes; answered with `pong` by the runtime. */
+  ping: '{"type":"ping"}',
+  pong: '{"type":"pong"}',
+} as const;
+
+/**
+ * After a write to the account's notes: its D1 bookmark, to send as X-D1-Bookmark with the pull, so that no
+ * replica older than the write answers it. Nothing else: no title, no content, no id.
+ */
+export function changedFrame(bookmark: string | null): string {
+  return bookmark === null ? '{"type":"changed"}' : JSON.stringify({ type: "changed", bookmark });
+}
