@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { AuthMessage } from "../src/auth/messages";
 import { call, callWithEnv, JSON_TYPE, PASSWORD, TEXT, textOf, verifiedAccount } from "./helpers";
 
 function captureErrorLogs() {
@@ -80,11 +81,12 @@ describe("social sign-in settings", () => {
     [{ OAUTH_REDIRECT_URLS: "http://app.example/done" }, "OAUTH_REDIRECT_URLS"],
     [{ OAUTH_REDIRECT_URLS: "https://app.example/done#x" }, "OAUTH_REDIRECT_URLS"],
     [{ OAUTH_REDIRECT_URLS: "javascript:alert(1)" }, "OAUTH_REDIRECT_URLS"],
-  ])("answers 500 and names an unusable setting in the log: %j", async (overrides, name) => {
+  ])("refuses only social sign-in (503) and names an unusable setting in the log; the rest of the API works: %j", async (overrides, name) => {
     const logs = captureErrorLogs();
-    const response = await callWithEnv(overrides, "GET", "/notes");
-    expect(response.status).toBe(500);
-    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining(name) });
+    expect((await callWithEnv(overrides, "GET", "/notes")).status).toBe(200);
+    const refused = await callWithEnv(overrides, "GET", "/auth/oauth/google/authorize?redirect_uri=x");
+    expect({ status: refused.status, body: await refused.text() }).toEqual({ status: 503, body: AuthMessage.socialSignInUnavailable });
+    expect(JSON.parse(logs[0]!)).toMatchObject({ event: "social_sign_in_unavailable", errorName: "ConfigError", errorMessage: expect.stringContaining(name) });
   });
 
   it("takes no provider at all, and a PEM pasted on one line", async () => {

@@ -87,6 +87,7 @@ export const AuthMessage = {
   signInAgain: "This account has no password: sign in again, then retry within 10 minutes.",
   // Social sign-in (auth/oauth/, docs/social-sign-in.md).
   unknownProvider: "Unknown sign-in provider.",
+  socialSignInUnavailable: "Social sign-in is not set up on this server: an OAUTH_ setting is unusable.",
   noWebSignIn: "This provider offers no web sign-in here: no client secret is configured for it.",
   noIdTokens: "This provider issues no id_tokens: use its web sign-in.",
   redirectUriRequired: "redirect_uri is required.",

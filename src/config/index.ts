@@ -79,8 +79,8 @@ export interface Config {
   androidApps: AndroidApp[] | Unavailable;
   /** APPLE_APP_IDS (`TEAMID.bundle.id`), for /.well-known/apple-app-site-association: empty when unset. */
   appleApps: string[] | Unavailable;
-  /** Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to. */
-  oauth: OAuthConfig;
+  /** Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to; or why it is unavailable. */
+  oauth: OAuthConfig | Unavailable;
 }
 
 
@@ -126,7 +126,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     webauthn: group(() => webauthnSettings(env)),
     androidApps: group(() => androidApps(env.ANDROID_APP_FINGERPRINTS)),
     appleApps: group(() => appleApps(env.APPLE_APP_IDS)),
-    oauth: readOAuth(env),
+    oauth: group(() => readOAuth(env)),
     smtp:
       mailEmail && (mailPassword || smtpAuth === "none")
         ? {

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { OAuthProvider } from "../../config";
+import type { OAuthConfig, OAuthProvider } from "../../config";
 import { json, ref, text } from "../../lib/describe";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
@@ -12,18 +12,34 @@ import type { SignInAccount } from "./store";
 
 /** What the social sign-in routes share: the provider of the path, the proof they hand the gate, their documented answers. */
 
-/** The path's provider, if it is one of OAUTH_PROVIDERS. */
-export function providerOf(c: Context<AppEnv>): OAuthProvider | undefined {
-  return c.var.config.oauth.providers.get(c.req.param("provider") ?? "");
+/** The social sign-in settings, when they are usable (knownProvider answers the 503 when they are not). */
+export function oauthSettings(c: Context<AppEnv>): OAuthConfig | undefined {
+  const oauth = c.var.config.oauth;
+  return "problem" in oauth ? undefined : oauth;
 }
 
-/** A 404 for a provider not in OAUTH_PROVIDERS, before the request's query or body is looked at. */
+/** The path's provider, if it is one of OAUTH_PROVIDERS. */
+export function providerOf(c: Context<AppEnv>): OAuthProvider | undefined {
+  return oauthSettings(c)?.providers.get(c.req.param("provider") ?? "");
+}
+
+/**
+ * Before the request's query or body is looked at: a 503 while an OAUTH_* setting is unusable (only social
+ * sign-in is refused, and the log names the setting), a 404 for a provider not in OAUTH_PROVIDERS.
+ */
 export const knownProvider = createMiddleware<AppEnv>(async (c, next) => {
+  const oauth = c.var.config.oauth;
+  if ("problem" in oauth) {
+    c.var.log.error("social_sign_in_unavailable", { errorName: "ConfigError", errorMessage: oauth.problem });
+    return c.text(AuthMessage.socialSignInUnavailable, 503);
+  }
   if (!providerOf(c)) return c.text(AuthMessage.unknownProvider, 404);
   await next();
 });
 
-export const unknownProviderAnswer = (c: Context<AppEnv>) => c.text(AuthMessage.unknownProvider, 404);
+/** The path names no usable provider: a 503 while the settings are unusable, else the 404. */
+export const unknownProviderAnswer = (c: Context<AppEnv>) =>
+  oauthSettings(c) ? c.text(AuthMessage.unknownProvider, 404) : c.text(AuthMessage.socialSignInUnavailable, 503);
 
 /** The gate's proof of a social sign-in: `fed`, and the second factor due while TOTP is on. */
 export function fedProof(account: SignInAccount, provider: string, signInEpoch = account.signInEpoch): SignInProof {
@@ -62,6 +78,15 @@ export const signInAnswers = {
   ...accountErrors,
 };
 
-export const unknownProvider = { "404": text("Not one of OAUTH_PROVIDERS", AuthMessage.unknownProvider) };
-export const providerDown = { "503": text("The provider's discovery document, keys or endpoints could not be reached", AuthMessage.providerUnavailable) };
+export const unknownProvider = {
+  "404": text("Not one of OAUTH_PROVIDERS", AuthMessage.unknownProvider),
+  "503": text("An OAUTH_ setting is unusable (the log names it)", AuthMessage.socialSignInUnavailable),
+};
+export const providerDown = {
+  "503": text(
+    "An OAUTH_ setting is unusable (the log names it), or the provider's discovery document, keys or endpoints could not be reached",
+    AuthMessage.socialSignInUnavailable,
+    AuthMessage.providerUnavailable,
+  ),
+};
 export const oauthOperation = { tags: accountsTag };

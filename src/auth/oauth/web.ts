@@ -10,7 +10,7 @@ import type { AppEnv } from "../../types";
 import type { OAuthProvider } from "../../config";
 import { AuthMessage } from "../messages";
 import { AuthorizeQuery } from "./schemas";
-import { knownProvider, oauthOperation, providerDown, providerParam, unknownProvider, providerOf, unknownProviderAnswer } from "./common";
+import { knownProvider, oauthOperation, oauthSettings, providerDown, providerParam, unknownProvider, providerOf, unknownProviderAnswer } from "./common";
 import { exchangeCode } from "./exchange";
 import { authorizationServer, ProviderUnavailable } from "./providers";
 import { resolveAccount } from "./resolve";
@@ -111,7 +111,7 @@ export const webFlow = new Hono<AppEnv>()
       const provider = providerOf(c);
       if (!provider) return unknownProviderAnswer(c);
       const { redirect_uri: redirectUri, code_challenge: codeChallenge, state: appState } = c.req.valid("query");
-      if (!config.oauth.redirectUrls.includes(redirectUri)) return c.text(AuthMessage.redirectUriNotAllowed, 400);
+      if (!oauthSettings(c)?.redirectUrls.includes(redirectUri)) return c.text(AuthMessage.redirectUriNotAllowed, 400);
       if (!provider.clientSecret) return c.text(AuthMessage.noWebSignIn, 404);
       const server = await authorizationServer(provider).catch((err: unknown) => {
         if (err instanceof ProviderUnavailable) return undefined;

@@ -6,7 +6,7 @@ import { registerWith, signedInAccount, signIn, type Overrides } from "./support
 
 /**
  * What native apps need (src/auth/passkeys/well-known.ts), and the settings behind them and the relying
- * party (src/config.ts): WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS and its defaults, ANDROID_APP_FINGERPRINTS,
+ * party (src/config/passkeys.ts): WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS and its defaults, ANDROID_APP_FINGERPRINTS,
  * APPLE_APP_IDS.
  */
 
