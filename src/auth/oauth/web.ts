@@ -107,7 +107,7 @@ export const webFlow = new Hono<AppEnv>()
     knownProvider,
     queryParams(AuthorizeQuery),
     async (c) => {
-      const { config, db } = c.var;
+      const { db } = c.var;
       const provider = providerOf(c);
       if (!provider) return unknownProviderAnswer(c);
       const { redirect_uri: redirectUri, code_challenge: codeChallenge, state: appState } = c.req.valid("query");
