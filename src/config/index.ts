@@ -1,3 +1,4 @@
+import type { SmtpSettings } from "../lib/smtp";
 import { appUrl, turnstileOf } from "./mail";
 import { APP_NAME } from "./names";
 import { readOAuth, type OAuthConfig } from "./oauth";
@@ -15,19 +16,8 @@ export type { ClientSecret, OAuthProvider } from "./oauth";
 export { DEV_ORIGIN } from "./passkeys";
 export { GITHUB_API_URL, GITHUB_URL, isLoopback, PRESET_ISSUERS } from "./oauth";
 
-export interface SmtpConfig {
-  host: string;
-  port: number;
-  /** true: TLS from the first byte; false: plain, upgraded with STARTTLS when offered. */
-  secure: boolean;
-  /** MAIL_EMAIL: the SMTP user name and the From address. */
-  username: string;
-  password: string;
-  /** SMTP_AUTH: "login" signs in with MAIL_EMAIL and MAIL_APP_PASSWORD; "none" sends without AUTH. */
-  auth: "login" | "none";
-  fromName: string;
-  timeoutMs: number;
-}
+/** The mail account: the SMTP conversation's settings, and the sender's display name. */
+export type SmtpConfig = SmtpSettings & { fromName: string };
 
 export interface Config {
   bcryptCost: number;

@@ -7,7 +7,7 @@ import { mailerOf, sendPasskeyRemovedNotice } from "../mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
 import { PasskeyRenameBody, PasskeyStepUpBody } from "./schemas";
-import { reauthenticate } from "../session/step-up";
+import { passkeyStepUp } from "./step-up";
 import { passkeyJson, stepUpRefused } from "./answers";
 import { listPasskeys, removePasskey, renamePasskey } from "./store";
 
@@ -79,9 +79,7 @@ export const passkeyManagement = new Hono<AppEnv>()
     jsonBody(PasskeyStepUpBody),
     async (c) => {
       const { password, code } = c.req.valid("json");
-      // A missing password is the step-up's 401 here (the passkey interface), not counted; a wrong one is counted.
-      const missing = { missing: AuthMessage.passwordRequired, missingStatus: 401 as const };
-      const confirmed = await reauthenticate(c, { password: { value: password === "" ? undefined : password, ...missing }, code: { value: code } });
+      const confirmed = await passkeyStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
       const name = await removePasskey(c.var.db, c.var.caller, c.req.param("id"), Date.now());
       if (name === undefined) return c.text(AuthMessage.passkeyNotFound, 404);

@@ -9,7 +9,7 @@ import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
 import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./schemas";
 import { PASSKEY_REFUSALS } from "../shapes";
-import { reauthenticate } from "../session/step-up";
+import { passkeyStepUp } from "./step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
 import { addPasskey, claimRegistrationChallenge, MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS, startRegistration } from "./store";
 import { challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
@@ -43,9 +43,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
       const { password, code } = c.req.valid("json");
       const rp = relyingParty(c.var);
       if (!rp) return c.text(AuthMessage.passkeysUnavailable, 503);
-      // A missing password is the step-up's 401 here (the passkey interface), not counted; a wrong one is counted.
-      const missing = { missing: AuthMessage.passwordRequired, missingStatus: 401 as const };
-      const confirmed = await reauthenticate(c, { password: { value: password === "" ? undefined : password, ...missing }, code: { value: code } });
+      const confirmed = await passkeyStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
       const { account } = confirmed;
       const challenge = randomBase64url();
