@@ -113,7 +113,7 @@ export const mfaRoutes = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "New recovery codes",
-      description: `With a current code of the app: ${RECOVERY_CODE_COUNT} new recovery codes (shown once); the old ones die.`,
+      description: `With a current code of the app, or one of the recovery codes (the phone is lost): ${RECOVERY_CODE_COUNT} new recovery codes (shown once); the old ones die.`,
       requestExample: { code: "123456" },
       responses: {
         "200": recoveryCodesAnswer("The new codes"),
