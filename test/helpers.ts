@@ -174,6 +174,8 @@ export interface StoredUser {
   mailWindowStart: number;
   mailsInWindow: number;
   sign_in_epoch: number;
+  password_changed_at: number;
+  webauthn_handle: string | null;
 }
 
 /** The row as D1 holds it, read with plain SQL rather than through the app. */

@@ -179,8 +179,8 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
  * ends, the codes mailed to the address being undone die, and every second factor and passkey added since
  * the change goes (a thief's TOTP must not keep the owner out, nor their passkey sign in). This token and those of later changes are used up;
  * an earlier change's token stays good, so a thief who chains changes cannot void the owner's. Answers
- * the restored account and the address it was taken from, or whether the token is still live (its
- * address is held by another account after all).
+ * the restored account and the address it was taken from, or whether the token was live (its address is
+ * held by another account after all).
  */
 export async function revertEmailChange(db: Database, tokenHash: string, now: number) {
   const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
@@ -190,8 +190,9 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
   // True once the account holds the old address again, which the second statement just made so.
   const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
-  const [[takenFrom], [restored], , , , , , , , [stillLive]] = await db.batch([
-    db.select({ email: users.email }).from(users).where(and(eq(users.id, userId), addressFree)),
+  // Read first, in the same transaction: whether the token is live, and the address the account has now.
+  const [[token], [restored]] = await db.batch([
+    db.select({ takenFrom: users.email }).from(emailChangeReverts).innerJoin(users, eq(users.id, emailChangeReverts.userId)).where(live),
     db
       .update(users)
       .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
@@ -205,7 +206,7 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
     removePasskeysAddedSince(db, userId, changedAt, reverted),
     // This token and any later change's: an earlier change's token still undoes that one.
     db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
-    db.select({ userId: emailChangeReverts.userId }).from(emailChangeReverts).where(live),
   ]);
-  return { restored: restored && takenFrom && { ...restored, takenFrom: takenFrom.email }, stillLive: stillLive !== undefined };
+  // Not restored with a live token: another account holds the old address (nothing was written).
+  return { restored: restored && token && { ...restored, takenFrom: token.takenFrom }, stillLive: token !== undefined };
 }

@@ -37,7 +37,7 @@ describe("POST /auth/passkeys/register/options", () => {
     const response = await registrationOptions(session.token);
     const { status, type, body } = await jsonOf(response);
     expect({ status, type }).toEqual({ status: 200, type: JSON_TYPE });
-    const handle = (await storedUser(email)) as unknown as { webauthn_handle: string };
+    const handle = (await storedUser(email))!;
     expect(body).toEqual({
       options: {
         rp: { id: "localhost", name: "Notes API Test" },
@@ -55,7 +55,7 @@ describe("POST /auth/passkeys/register/options", () => {
         extensions: { credProps: true },
       },
     });
-    expect(fromB64url(handle.webauthn_handle)).toHaveLength(32);
+    expect(fromB64url(handle.webauthn_handle!)).toHaveLength(32);
   });
 
   it("gives an account one handle for good, never its id or address, and every account its own, even under a burst", async () => {
