@@ -17,9 +17,18 @@ const projects = [
     ignores: ["test/global-setup.ts", "test/smtp/**", "test/oauth/**", "test/e2e/**", "test/scripts/**"],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the end-to-end tests, the dev scripts and their tests.
+  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the end-to-end tests, the
+  // dev scripts and their tests.
   {
-    files: ["*.ts", "test/global-setup.ts", "test/smtp/**/*.ts", "test/oauth/**/*.ts", "test/e2e/**/*.ts", "test/scripts/**/*.ts", "scripts/**/*.ts"],
+    files: [
+      "*.ts",
+      "test/global-setup.ts",
+      "test/smtp/**/*.ts",
+      "test/oauth/**/*.ts",
+      "test/e2e/**/*.ts",
+      "test/scripts/**/*.ts",
+      "scripts/**/*.ts",
+    ],
     project: "./tsconfig.node.json",
   },
   // The benchmark's own tsconfigs: its Node-side runner, and its worker entry (Workers types).
@@ -36,16 +45,35 @@ const projects = [
  */
 const TABLES = {
   accounts: [
-    "users", "sessions", "oneTimeCodes", "resetRequests", "resetMailAllowances", "emailChangeReverts", "mfaFactors", "mfaRecoveryCodes",
-    "mfaChallenges", "loginFailures", "deviceLoginFailures", "deploymentWindows", "passkeys", "passkeyChallenges", "oauthIdentities", "oauthStates",
+    "users",
+    "sessions",
+    "oneTimeCodes",
+    "resetRequests",
+    "resetMailAllowances",
+    "emailChangeReverts",
+    "mfaFactors",
+    "mfaRecoveryCodes",
+    "mfaChallenges",
+    "loginFailures",
+    "deviceLoginFailures",
+    "deploymentWindows",
+    "passkeys",
+    "passkeyChallenges",
+    "oauthIdentities",
+    "oauthStates",
     "oauthLoginCodes",
   ],
   notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
   live: ["liveTickets"],
 };
-const declared = [...readFileSync(new URL("./src/db/schema.ts", import.meta.url), "utf8").matchAll(/^export const (\w+) = sqliteTable\(/gm)].map((m) => m[1]);
+const declared = [
+  ...readFileSync(new URL("./src/db/schema.ts", import.meta.url), "utf8").matchAll(
+    /^export const (\w+) = sqliteTable\(/gm,
+  ),
+].map((m) => m[1]);
 const unowned = declared.filter((table) => !Object.values(TABLES).some((owned) => owned.includes(table)));
-if (unowned.length > 0) throw new Error(`eslint.config.js: give every table of src/db/schema.ts an owner in TABLES: ${unowned.join(", ")}`);
+if (unowned.length > 0)
+  throw new Error(`eslint.config.js: give every table of src/db/schema.ts an owner in TABLES: ${unowned.join(", ")}`);
 
 /** `no-restricted-imports` for the files of one area: none of `tables`, and none of `modules`. */
 function ownTablesOnly(tables, modules, message) {
@@ -118,7 +146,8 @@ export default defineConfig(
       // of the Workers' untyped ReadableStream: in tests these two flag every such use and nothing else.
       "@typescript-eslint/no-unsafe-assignment": "off",
       "@typescript-eslint/no-unsafe-argument": "off",
-      // Tests type a response body with `(await res.json()) as T`; the rule wants `res.json<T>()`, the same unchecked cast.
+      // Tests type a response body with `(await res.json()) as T`; the rule wants `res.json<T>()`, the same unchecked
+      // cast.
       "@typescript-eslint/no-unnecessary-type-assertion": "off",
     },
   },
@@ -132,13 +161,13 @@ export default defineConfig(
           // `LIMIT ${n}` in an sql`` template, not followed by an operator: a bare `LIMIT ?`.
           selector: "TemplateElement[value.raw=/\\bLIMIT\\s*$/i] + TemplateElement:not([value.raw=/^\\s*[-+*]/])",
           message:
-            "A bare bound LIMIT makes SQLite compile the statement again every time it is bound: write the value into an expression (`LIMIT ${n} + 1`) or use a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
+            'A bare bound LIMIT makes SQLite compile the statement again every time it is bound: write the value into an expression (`LIMIT ${n} + 1`) or use a constant (CONTRIBUTING.md, "A statement on a hot path").',
         },
         {
           // Drizzle's `.limit(n)` binds `n` as a bare `LIMIT ?`; a rate limiter's `.limit({ key })` takes an object.
           selector: "CallExpression[callee.property.name='limit'][arguments.0.type!='ObjectExpression']",
           message:
-            "Drizzle's .limit(n) binds a bare LIMIT, which makes SQLite compile the statement again every time: write the LIMIT in sql`` as an expression or a constant (CONTRIBUTING.md, \"A statement on a hot path\").",
+            'Drizzle\'s .limit(n) binds a bare LIMIT, which makes SQLite compile the statement again every time: write the LIMIT in sql`` as an expression or a constant (CONTRIBUTING.md, "A statement on a hot path").',
         },
       ],
     },
@@ -180,5 +209,8 @@ export default defineConfig(
   // Plain JavaScript is linted without types (no tsconfig covers it); it only needs its globals.
   { files: ["eslint.config.js"], languageOptions: { globals: globals.node } },
   // A module worker: the Workers runtime's globals are the service worker ones (Response, fetch, …).
-  { files: ["bench/floor-worker.js", "bench/floor-auth-worker.js"], languageOptions: { globals: globals.serviceworker } },
+  {
+    files: ["bench/floor-worker.js", "bench/floor-auth-worker.js"],
+    languageOptions: { globals: globals.serviceworker },
+  },
 );

@@ -34,7 +34,14 @@ export default defineConfig(async () => {
             // the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
             // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
             // MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
-            d1Databases: { EMPTY_DB: "empty-db", LIST_DB: "list-db", SEARCH_DB: "search-db", BUDGET_DB: "budget-db", MAIL_DB: "mail-db", MIGRATION_DB: "migration-db" },
+            d1Databases: {
+              EMPTY_DB: "empty-db",
+              LIST_DB: "list-db",
+              SEARCH_DB: "search-db",
+              BUDGET_DB: "budget-db",
+              MAIL_DB: "mail-db",
+              MIGRATION_DB: "migration-db",
+            },
             bindings: overDefaults({
               TEST_MIGRATIONS: migrations,
               SMTP: smtp,

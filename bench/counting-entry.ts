@@ -34,7 +34,8 @@ function countRoundTrip(): void {
 
 /** Proxies hand the real objects to D1's own methods (batch needs real statements, not proxies). */
 const unwrapped = new WeakMap<object, object>();
-const unwrap = (value: unknown): unknown => (typeof value === "object" && value !== null ? unwrapped.get(value) : undefined) ?? value;
+const unwrap = (value: unknown): unknown =>
+  (typeof value === "object" && value !== null ? unwrapped.get(value) : undefined) ?? value;
 
 type AnyFunction = (...args: unknown[]) => unknown;
 
@@ -69,7 +70,8 @@ function wrapDatabase<T extends object>(db: T): T {
   return wrap(db, (name, method) => {
     if (name === "prepare") return (...args) => wrapStatement(method(...args) as object);
     if (name === "withSession") return (...args) => wrapDatabase(method(...args) as object);
-    if (name === "batch") return counted((statements, ...rest) => method((statements as unknown[]).map(unwrap), ...rest));
+    if (name === "batch")
+      return counted((statements, ...rest) => method((statements as unknown[]).map(unwrap), ...rest));
     return name === "exec" ? counted(method) : method;
   });
 }
@@ -91,7 +93,8 @@ function countingStub(stub: object): object {
   });
 }
 
-const countingHubs = (namespace: object) => wrap(namespace, (name, method) => (name === "get" ? (...args) => countingStub(method(...args) as object) : method));
+const countingHubs = (namespace: object) =>
+  wrap(namespace, (name, method) => (name === "get" ? (...args) => countingStub(method(...args) as object) : method));
 
 /** Hubs that do nothing: every method resolves at once. */
 const idleHubs = { idFromName: () => ({}), get: () => new Proxy({}, { get: () => () => Promise.resolve(undefined) }) };
@@ -99,13 +102,18 @@ const idleHubs = { idFromName: () => ({}), get: () => new Proxy({}, { get: () =>
 type FetchHandler = (request: Request, env: unknown, ctx: ExecutionContext) => Response | Promise<Response>;
 const appFetch: FetchHandler = (worker as unknown as { fetch: FetchHandler }).fetch.bind(worker);
 
-/** Two wrapped envs per real env object (hubs counted, or idle), so the app sees a stable env identity across requests. */
+/**
+ * Two wrapped envs per real env object (hubs counted, or idle), so the app sees a stable env identity across requests.
+ */
 const wrappedEnvs = new WeakMap<object, { counted: object; idle: object }>();
 function countingEnv(env: Record<string, unknown>, hubs: "counted" | "idle"): object {
   let wrapped = wrappedEnvs.get(env);
   if (!wrapped) {
     const DB = wrapDatabase(env.DB as object);
-    wrapped = { counted: { ...env, DB, LIVE_HUB: countingHubs(env.LIVE_HUB as object) }, idle: { ...env, DB, LIVE_HUB: idleHubs } };
+    wrapped = {
+      counted: { ...env, DB, LIVE_HUB: countingHubs(env.LIVE_HUB as object) },
+      idle: { ...env, DB, LIVE_HUB: idleHubs },
+    };
     wrappedEnvs.set(env, wrapped);
   }
   return wrapped[hubs];
@@ -141,6 +149,11 @@ export default {
     const headers = new Headers(response.headers);
     headers.set("X-Bench-D1-Queries", String(counter.queries));
     // A live-updates upgrade keeps its socket.
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers, webSocket: response.webSocket });
+    return new Response(response.body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+      webSocket: response.webSocket,
+    });
   },
 } satisfies ExportedHandler<Record<string, unknown>>;

@@ -43,7 +43,10 @@ function statements(db) {
 let hmac;
 function hmacKey(secret) {
   if (hmac?.secret !== secret) {
-    hmac = { secret, key: crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]) };
+    hmac = {
+      secret,
+      key: crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]),
+    };
   }
   return hmac.key;
 }
@@ -62,13 +65,20 @@ async function claimsOf(request, secret) {
   try {
     const header = JSON.parse(decoder.decode(fromBase64url(parts[0])));
     if (header.alg !== "HS256") return undefined;
-    const valid = await crypto.subtle.verify("HMAC", await hmacKey(secret), fromBase64url(parts[2]), encoder.encode(`${parts[0]}.${parts[1]}`));
+    const valid = await crypto.subtle.verify(
+      "HMAC",
+      await hmacKey(secret),
+      fromBase64url(parts[2]),
+      encoder.encode(`${parts[0]}.${parts[1]}`),
+    );
     if (!valid) return undefined;
     const { id, sid, iat, exp } = JSON.parse(decoder.decode(fromBase64url(parts[1])));
     const now = Math.floor(Date.now() / 1000);
-    if (typeof iat !== "number" || typeof exp !== "number" || exp <= now || now - iat > ACCESS_TOKEN_TTL_SECONDS) return undefined;
+    if (typeof iat !== "number" || typeof exp !== "number" || exp <= now || now - iat > ACCESS_TOKEN_TTL_SECONDS)
+      return undefined;
     if (exp - iat > ACCESS_TOKEN_TTL_SECONDS) return undefined;
-    if (typeof id !== "string" || !CANONICAL_ID.test(id) || typeof sid !== "string" || !SESSION_ID.test(sid)) return undefined;
+    if (typeof id !== "string" || !CANONICAL_ID.test(id) || typeof sid !== "string" || !SESSION_ID.test(sid))
+      return undefined;
     return { userId: Number(id), sessionId: sid };
   } catch {
     return undefined;
@@ -103,7 +113,10 @@ function titleProblem(title) {
 
 /** Runs the user's statement in one batch with the session check: its rows, or undefined for a dead session. */
 async function asCaller(db, caller, statement) {
-  const [session, result] = await db.batch([statements(db).session.bind(caller.sessionId, caller.userId, Date.now()), statement]);
+  const [session, result] = await db.batch([
+    statements(db).session.bind(caller.sessionId, caller.userId, Date.now()),
+    statement,
+  ]);
   return session.results.length ? result.results : undefined;
 }
 
@@ -127,14 +140,19 @@ async function updateNote(request, db, caller, id) {
   if (content !== undefined && typeof content !== "string") return error("content must be a string", 400);
   const problem = title === undefined ? undefined : titleProblem(title);
   if (problem) return error(problem, 400);
-  const rows = await asCaller(db, caller, statements(db).update.bind(id, title ?? null, content ?? null, caller.userId));
+  const rows = await asCaller(
+    db,
+    caller,
+    statements(db).update.bind(id, title ?? null, content ?? null, caller.userId),
+  );
   if (!rows) return unauthorized();
   return rows.length ? json(toJson(rows[0])) : error("Note not found", 404);
 }
 
 async function listPage(url, db, caller) {
   const limit = Number(url.searchParams.get("limit") ?? MAX_PAGE);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) return error(`limit must be an integer from 1 to ${MAX_PAGE}`, 400);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+    return error(`limit must be an integer from 1 to ${MAX_PAGE}`, 400);
   const rows = await asCaller(db, caller, statements(db).page.bind(caller.userId, limit + 1));
   if (!rows) return unauthorized();
   const page = rows.slice(0, limit);

@@ -72,7 +72,9 @@ async function updateNote(request, db, id) {
   if (content !== undefined && typeof content !== "string") return error("content must be a string", 400);
   const problem = title === undefined ? undefined : titleProblem(title);
   if (problem) return error(problem, 400);
-  const row = await statements(db).update.bind(id, title ?? null, content ?? null).first();
+  const row = await statements(db)
+    .update.bind(id, title ?? null, content ?? null)
+    .first();
   return row ? json(toJson(row)) : error("Note not found", 404);
 }
 

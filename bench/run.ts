@@ -52,11 +52,13 @@ setTimeout(() => {
 
 /** The commit bundled, and whether src/ or the config had uncommitted changes. */
 function sourceState(): string {
-  const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  const git = (...args: string[]) =>
+    execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   const dirty = git("status", "--porcelain", "--", "src", "drizzle", "wrangler.toml", "package.json") !== "";
   return `${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes in src/, drizzle/ or the config" : ""}`;
 }
-const versionOf = (pkg: string) => (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+const versionOf = (pkg: string) =>
+  (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
 
 async function main(): Promise<number> {
   const started = Date.now();
@@ -64,15 +66,21 @@ async function main(): Promise<number> {
   const all = scenarios(opts);
   const selected = (key: string) => !opts.only || opts.only.some((k) => key === k || key.startsWith(`${k}:`));
   const unknown = (opts.only ?? []).filter((k) => !all.some((s) => s.key === k || s.key.startsWith(`${k}:`)));
-  if (unknown.length) throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${all.map((s) => s.key).join(", ")}`);
+  if (unknown.length)
+    throw new Error(`unknown scenario(s) in --only: ${unknown.join(", ")}; known: ${all.map((s) => s.key).join(", ")}`);
 
-  log(`[bench] ${opts.smoke ? "smoke: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s)`);
+  log(
+    `[bench] ${opts.smoke ? "smoke: " : ""}${opts.connections} connections, ${opts.duration} s per run, ${opts.warmup} s warm-up, ${opts.pairs} pair(s)`,
+  );
   const source = sourceState();
   log(`[bench] bundling ${source} with wrangler deploy --dry-run ...`);
   // The bundles go to a temporary directory, removed when the run ends.
   const buildDir = mkdtempSync(join(tmpdir(), "notes-bench-build-"));
   process.on("exit", () => rmSync(buildDir, { recursive: true, force: true }));
-  const [app, counting] = await Promise.all([buildBundle(root, join(buildDir, "app")), buildBundle(root, join(buildDir, "counting"), "bench/counting-entry.ts")]);
+  const [app, counting] = await Promise.all([
+    buildBundle(root, join(buildDir, "app")),
+    buildBundle(root, join(buildDir, "counting"), "bench/counting-entry.ts"),
+  ]);
   log(`[bench] bundle: ${(app.bytes / 1024).toFixed(2)} KiB, gzip ${(app.gzipBytes / 1024).toFixed(2)} KiB`);
 
   // Passkeys as in development (RP ID localhost, origin http://localhost:8787), for the passkey sign-in rows;
@@ -88,14 +96,17 @@ async function main(): Promise<number> {
   runtime = rt;
   const failures: string[] = [];
   const ctx: Context = { rt, opts, pids: workerdPids(), log, fail: (problem) => failures.push(problem) };
-  log(`[bench] workerd up (pid ${ctx.pids.join(", ") || "unknown: no CPU figures"}); migrations: ${rt.migrations.length}`);
+  log(
+    `[bench] workerd up (pid ${ctx.pids.join(", ") || "unknown: no CPU figures"}); migrations: ${rt.migrations.length}`,
+  );
 
   const rows: Row[] = [];
   for (const s of all.filter((s) => selected(s.key))) {
     log(`\n${s.key}`);
     rows.push(...(await s.run(ctx)));
   }
-  if (rt.logs.errors.length) failures.push(`the workers logged ${rt.logs.byLevel.error ?? 0} error line(s), e.g. ${rt.logs.errors[0]}`);
+  if (rt.logs.errors.length)
+    failures.push(`the workers logged ${rt.logs.byLevel.error ?? 0} error line(s), e.g. ${rt.logs.errors[0]}`);
 
   const results: Results = {
     meta: {
@@ -103,7 +114,10 @@ async function main(): Promise<number> {
       date: new Date().toISOString(),
       source,
       machine: `${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${process.platform}/${process.arch}`,
-      versions: Object.fromEntries([["node", process.version.slice(1)], ...["wrangler", "miniflare", "workerd", "autocannon"].map((p) => [p, versionOf(p)])]) as Record<string, string>,
+      versions: Object.fromEntries([
+        ["node", process.version.slice(1)],
+        ...["wrangler", "miniflare", "workerd", "autocannon"].map((p) => [p, versionOf(p)]),
+      ]) as Record<string, string>,
       options: { ...opts, outDir: relative(root, opts.outDir) },
       loadAverage: { atStart, atEnd: loadavg().map((n) => Math.round(n * 100) / 100) },
       bundle: { bytes: app.bytes, gzipBytes: app.gzipBytes },

@@ -74,7 +74,11 @@ async function accounts(rt: Runtime): Promise<string> {
   return passwordHash;
 }
 
-const login = (i: number): RequestSpec => ({ method: "POST", path: "/auth/login", body: JSON.stringify({ email: emailOf(i), password: PASSWORD }) });
+const login = (i: number): RequestSpec => ({
+  method: "POST",
+  path: "/auth/login",
+  body: JSON.stringify({ email: emailOf(i), password: PASSWORD }),
+});
 
 /** The base notes shared out among USERS accounts, each logged in once (a real session). */
 async function privateNotes(ctx: Context): Promise<void> {
@@ -89,14 +93,22 @@ async function privateNotes(ctx: Context): Promise<void> {
   );
   if (ownedGeneration !== generation) {
     for (let i = 0; i < USERS; i++) {
-      await ctx.rt.sql("UPDATE notes SET user_id = (SELECT id FROM users WHERE email = ?1) WHERE id % ?2 = ?3", emailOf(i), USERS, i);
+      await ctx.rt.sql(
+        "UPDATE notes SET user_id = (SELECT id FROM users WHERE email = ?1) WHERE id % ?2 = ?3",
+        emailOf(i),
+        USERS,
+        i,
+      );
     }
     ownedGeneration = generation;
   }
 }
 const bearer = (user: number) => ({ Authorization: `Bearer ${tokens![user % USERS]}` });
 
-/** A new session (NOTES_AUTH=required) of the live scenario's writing account, or of a quiet one: two accounts the other scenarios leave alone. */
+/**
+ * A new session (NOTES_AUTH=required) of the live scenario's writing account, or of a quiet one: two accounts the other
+ * scenarios leave alone.
+ */
 async function liveSignIn(ctx: Context, account: "writer" | "quiet"): Promise<string> {
   await accounts(ctx.rt);
   const answer = await send(ctx.rt.urls.appPrivate, login(account === "writer" ? ACCOUNTS - 2 : ACCOUNTS - 3));
@@ -108,8 +120,16 @@ const randomUser = () => Math.floor(Math.random() * USERS);
 // Requests
 let counter = 0;
 const getNote = (id = randomId()): RequestSpec => ({ method: "GET", path: `/notes/${id}` });
-const patchNote = (id = randomId()): RequestSpec => ({ method: "PATCH", path: `/notes/${id}`, body: JSON.stringify({ title: `Patched ${++counter}`, content: "Updated by the benchmark." }) });
-const postNote = (): RequestSpec => ({ method: "POST", path: "/notes", body: JSON.stringify({ title: "Bench note", content: "Written by the benchmark, short content." }) });
+const patchNote = (id = randomId()): RequestSpec => ({
+  method: "PATCH",
+  path: `/notes/${id}`,
+  body: JSON.stringify({ title: `Patched ${++counter}`, content: "Updated by the benchmark." }),
+});
+const postNote = (): RequestSpec => ({
+  method: "POST",
+  path: "/notes",
+  body: JSON.stringify({ title: "Bench note", content: "Written by the benchmark, short content." }),
+});
 const asOwner = (make: (id: number) => RequestSpec) => () => {
   const id = randomId();
   return { ...make(id), headers: bearer(id) };
@@ -141,7 +161,8 @@ let assertions: string[] = [];
 
 async function expectJson<T>(ctx: Context, url: string, spec: RequestSpec, status: number): Promise<T> {
   const answer = await send(url, spec);
-  if (answer.status !== status) throw new Error(`bench: ${spec.method} ${spec.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  if (answer.status !== status)
+    throw new Error(`bench: ${spec.method} ${spec.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
   return JSON.parse(answer.body) as T;
 }
 
@@ -153,15 +174,35 @@ async function passkeyAssertions(ctx: Context, count: number): Promise<void> {
     const { token } = await expectJson<{ token: string }>(ctx, url, login(PASSKEY_ACCOUNT), 200);
     const headers = { Authorization: `Bearer ${token}` };
     type Creation = { options: { challenge: string; rp: { id: string }; user: { id: string } } };
-    const { options } = await expectJson<Creation>(ctx, url, { method: "POST", path: "/auth/passkeys/register/options", body: JSON.stringify({ password: PASSWORD }), headers }, 200);
+    const { options } = await expectJson<Creation>(
+      ctx,
+      url,
+      {
+        method: "POST",
+        path: "/auth/passkeys/register/options",
+        body: JSON.stringify({ password: PASSWORD }),
+        headers,
+      },
+      200,
+    );
     const created = await SoftwarePasskey.create();
     const response = await created.register(options);
-    await expectJson(ctx, url, { method: "POST", path: "/auth/passkeys/register/verify", body: JSON.stringify({ response }), headers }, 201);
+    await expectJson(
+      ctx,
+      url,
+      { method: "POST", path: "/auth/passkeys/register/verify", body: JSON.stringify({ response }), headers },
+      201,
+    );
     passkey = created;
   }
   assertions = [];
   for (let i = 0; i < count; i++) {
-    const { options } = await expectJson<{ options: { challenge: string; rpId: string } }>(ctx, url, passkeyOptions(), 200);
+    const { options } = await expectJson<{ options: { challenge: string; rpId: string } }>(
+      ctx,
+      url,
+      passkeyOptions(),
+      200,
+    );
     assertions.push(JSON.stringify({ response: await passkey.assert(options) }));
   }
 }
@@ -181,25 +222,37 @@ const BCRYPT: Table = {
 async function bcryptTimes(ctx: Context): Promise<Row[]> {
   const { rt, opts } = ctx;
   const hash = await accounts(rt);
-  const probe = (op: "hash" | "compare", n: number): RequestSpec => ({ method: "POST", path: "/__bench/bcrypt", body: JSON.stringify({ op, n, cost: BCRYPT_COST, password: PASSWORD, hash }) });
+  const probe = (op: "hash" | "compare", n: number): RequestSpec => ({
+    method: "POST",
+    path: "/__bench/bcrypt",
+    body: JSON.stringify({ op, n, cost: BCRYPT_COST, password: PASSWORD, hash }),
+  });
   const timed = async (url: string, spec: RequestSpec, into: number[]) => {
     const answer = await send(url, spec);
-    const probed = answer.status === 200 && spec.path === "/__bench/bcrypt" ? (JSON.parse(answer.body) as { n: number; matches: number }) : undefined;
-    if (answer.status !== 200 || (probed && probed.matches !== probed.n)) ctx.fail(`${spec.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+    const probed =
+      answer.status === 200 && spec.path === "/__bench/bcrypt"
+        ? (JSON.parse(answer.body) as { n: number; matches: number })
+        : undefined;
+    if (answer.status !== 200 || (probed && probed.matches !== probed.n))
+      ctx.fail(`${spec.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
     into.push(answer.ms);
   };
   const one: Record<string, number> = {};
   for (const op of ["hash", "compare"] as const) {
     const samples: [number[], number[]] = [[], []];
     await timed(rt.urls.counting, probe(op, 1), []); // warm the isolate
-    for (let i = 0; i < (opts.smoke ? 2 : 7); i++) for (const n of [0, 1]) await timed(rt.urls.counting, probe(op, n), samples[n]!);
+    for (let i = 0; i < (opts.smoke ? 2 : 7); i++)
+      for (const n of [0, 1]) await timed(rt.urls.counting, probe(op, n), samples[n]!);
     one[op] = median(samples[1]) - median(samples[0]);
   }
   const loginMs: number[] = [];
   const compareMs: number[] = [];
   for (let i = 0; i < 3; i++) await timed(rt.urls.app, login(0), []);
   for (let i = 0; i < (opts.smoke ? 6 : 100); i++) {
-    const pair = [() => timed(rt.urls.app, login(0), loginMs), () => timed(rt.urls.counting, probe("compare", 1), compareMs)];
+    const pair = [
+      () => timed(rt.urls.app, login(0), loginMs),
+      () => timed(rt.urls.counting, probe("compare", 1), compareMs),
+    ];
     for (const run of i % 2 ? pair.reverse() : pair) await run();
   }
   const rows: [string, number, number][] = [
@@ -211,7 +264,12 @@ async function bcryptTimes(ctx: Context): Promise<Row[]> {
   ];
   ctx.log(rows.map(([what, value, digits]) => `  ${what}: ${fmt(value, digits)}`).join("\n"));
   const data = (i: number, value: number) => (i ? value : { value, loginMs, compareMs });
-  return rows.map(([what, value, digits], i) => ({ table: BCRYPT, key: "bcrypt", cells: [what, fmt(value, digits)], data: data(i, value) }));
+  return rows.map(([what, value, digits], i) => ({
+    table: BCRYPT,
+    key: "bcrypt",
+    cells: [what, fmt(value, digits)],
+    data: data(i, value),
+  }));
 }
 
 export function scenarios(opts: Options): Scenario[] {
@@ -219,54 +277,172 @@ export function scenarios(opts: Options): Scenario[] {
   const [small, large] = opts.listSizes;
   const [smallText, largeText] = opts.listSizes.map((n) => n.toLocaleString("en-US"));
   const auth = `NOTES_AUTH=required, ${USERS} users`;
-  const search = (): RequestSpec => ({ method: "GET", path: `/notes?q=${encodeURIComponent(`seeded ${1 + Math.floor(Math.random() * large)}`)}` });
+  const search = (): RequestSpec => ({
+    method: "GET",
+    path: `/notes?q=${encodeURIComponent(`seeded ${1 + Math.floor(Math.random() * large)}`)}`,
+  });
   const commonWords = ["seeded", "note", "short", "content", "of", "number"];
   const everyNote = (words: number) => (): RequestSpec => ({
     method: "GET",
     path: `/notes?q=${encodeURIComponent(Array.from({ length: words }, (_, i) => commonWords[i % commonWords.length]).join(" "))}`,
   });
-  const withKey = (): RequestSpec => ({ ...postNote(), headers: { "Idempotency-Key": `bench-${++counter}-${Math.random()}` } });
+  const withKey = (): RequestSpec => ({
+    ...postNote(),
+    headers: { "Idempotency-Key": `bench-${++counter}-${Math.random()}` },
+  });
   let refreshToken = "";
   let loginTurn = 0;
   return [
     // Throughput, ours against the bare floor (public notes) or the same-work floor (NOTES_AUTH=required).
     throughput({ key: "get-note", label: `GET /notes/{id}, ${base}`, setup: baseNotes, request: getNote }),
-    throughput({ key: "update-note", label: `PATCH /notes/{id}, ${base}`, setup: baseNotes, request: patchNote, compare: "shape" }),
+    throughput({
+      key: "update-note",
+      label: `PATCH /notes/{id}, ${base}`,
+      setup: baseNotes,
+      request: patchNote,
+      compare: "shape",
+    }),
     throughput({ key: "create-note", label: "POST /notes", expectStatus: 201, request: postNote, compare: "shape" }),
-    throughput({ key: "get-note-private", label: `GET /notes/{id}, ${auth}`, private: true, setup: privateNotes, request: asOwner(getNote) }),
-    throughput({ key: "update-note-private", label: `PATCH /notes/{id}, ${auth}`, private: true, setup: privateNotes, request: asOwner(patchNote), compare: "shape" }),
-    throughput({ key: "create-note-private", label: `POST /notes, ${auth}`, private: true, setup: privateNotes, request: privatePost, expectStatus: 201, compare: "shape" }),
-    throughput({ key: "page-50-private", label: `GET /notes?limit=50, ${auth}`, private: true, setup: privateNotes, request: privatePage }),
+    throughput({
+      key: "get-note-private",
+      label: `GET /notes/{id}, ${auth}`,
+      private: true,
+      setup: privateNotes,
+      request: asOwner(getNote),
+    }),
+    throughput({
+      key: "update-note-private",
+      label: `PATCH /notes/{id}, ${auth}`,
+      private: true,
+      setup: privateNotes,
+      request: asOwner(patchNote),
+      compare: "shape",
+    }),
+    throughput({
+      key: "create-note-private",
+      label: `POST /notes, ${auth}`,
+      private: true,
+      setup: privateNotes,
+      request: privatePost,
+      expectStatus: 201,
+      compare: "shape",
+    }),
+    throughput({
+      key: "page-50-private",
+      label: `GET /notes?limit=50, ${auth}`,
+      private: true,
+      setup: privateNotes,
+      request: privatePage,
+    }),
     throughput({ key: `list-${small}`, label: `GET /notes, ${smallText} notes`, setup: list(small), request: listAll }),
     throughput({ key: `list-${large}`, label: `GET /notes, ${largeText} notes`, setup: list(large), request: listAll }),
-    throughput({ key: `list-${large}-copies`, label: `GET /notes, ${largeText} copies of a 120-character note`, setup: list(large, "copies"), request: listAll }),
+    throughput({
+      key: `list-${large}-copies`,
+      label: `GET /notes, ${largeText} copies of a 120-character note`,
+      setup: list(large, "copies"),
+      request: listAll,
+    }),
 
     // CPU time per request, one at a time.
-    cpu({ key: `list-${small}`, label: `GET /notes, ${smallText} notes`, requests: 200, floor: "floor", setup: list(small), next: listAll }),
-    cpu({ key: `poll-${small}`, label: `GET /notes with a matching If-None-Match, ${smallText} notes`, requests: 200, expectStatus: 304, ...poll(small) }),
-    cpu({ key: `list-${large}`, label: `GET /notes, ${largeText} notes`, requests: 20, floor: "floor", setup: list(large), next: listAll }),
-    cpu({ key: `poll-${large}`, label: `GET /notes with a matching If-None-Match, ${largeText} notes`, requests: 50, expectStatus: 304, ...poll(large) }),
-    cpu({ key: `search-${large}`, label: `GET /notes?q= (one note's two words), ${largeText} notes`, requests: 100, setup: list(large), next: search }),
+    cpu({
+      key: `list-${small}`,
+      label: `GET /notes, ${smallText} notes`,
+      requests: 200,
+      floor: "floor",
+      setup: list(small),
+      next: listAll,
+    }),
+    cpu({
+      key: `poll-${small}`,
+      label: `GET /notes with a matching If-None-Match, ${smallText} notes`,
+      requests: 200,
+      expectStatus: 304,
+      ...poll(small),
+    }),
+    cpu({
+      key: `list-${large}`,
+      label: `GET /notes, ${largeText} notes`,
+      requests: 20,
+      floor: "floor",
+      setup: list(large),
+      next: listAll,
+    }),
+    cpu({
+      key: `poll-${large}`,
+      label: `GET /notes with a matching If-None-Match, ${largeText} notes`,
+      requests: 50,
+      expectStatus: 304,
+      ...poll(large),
+    }),
+    cpu({
+      key: `search-${large}`,
+      label: `GET /notes?q= (one note's two words), ${largeText} notes`,
+      requests: 100,
+      setup: list(large),
+      next: search,
+    }),
     // The dearest searches q allows: every note matches, and ranks; then 12 words (the most) that every note holds.
-    cpu({ key: `search-${large}-every-note`, label: `GET /notes?q= (a word every note holds), ${largeText} notes`, requests: 20, setup: list(large), next: everyNote(1) }),
-    cpu({ key: `search-${large}-12-words`, label: `GET /notes?q= (12 words every note holds), ${largeText} notes`, requests: 20, setup: list(large), next: everyNote(12) }),
-    cpu({ key: "get-note", label: "GET /notes/{id}", requests: 200, floor: "floor", setup: baseNotes, next: () => getNote() }),
-    cpu({ key: "update-note", label: "PATCH /notes/{id}", requests: 200, floor: "floor", setup: baseNotes, next: () => patchNote() }),
+    cpu({
+      key: `search-${large}-every-note`,
+      label: `GET /notes?q= (a word every note holds), ${largeText} notes`,
+      requests: 20,
+      setup: list(large),
+      next: everyNote(1),
+    }),
+    cpu({
+      key: `search-${large}-12-words`,
+      label: `GET /notes?q= (12 words every note holds), ${largeText} notes`,
+      requests: 20,
+      setup: list(large),
+      next: everyNote(12),
+    }),
+    cpu({
+      key: "get-note",
+      label: "GET /notes/{id}",
+      requests: 200,
+      floor: "floor",
+      setup: baseNotes,
+      next: () => getNote(),
+    }),
+    cpu({
+      key: "update-note",
+      label: "PATCH /notes/{id}",
+      requests: 200,
+      floor: "floor",
+      setup: baseNotes,
+      next: () => patchNote(),
+    }),
     cpu({ key: "create-note", label: "POST /notes", requests: 200, floor: "floor", expectStatus: 201, next: postNote }),
-    cpu({ key: "create-note-idempotency-key", label: "POST /notes with a new Idempotency-Key", requests: 200, expectStatus: 201, next: withKey }),
+    cpu({
+      key: "create-note-idempotency-key",
+      label: "POST /notes with a new Idempotency-Key",
+      requests: 200,
+      expectStatus: 201,
+      next: withKey,
+    }),
     ...[
       { key: "get-note-private", label: "GET /notes/{id}", next: asOwner(getNote) },
       { key: "update-note-private", label: "PATCH /notes/{id}", next: asOwner(patchNote) },
       { key: "create-note-private", label: "POST /notes", next: privatePost, expectStatus: 201 },
       { key: "page-50-private", label: "GET /notes?limit=50", next: privatePage },
-    ].map((c) => cpu({ ...c, label: `${c.label}, NOTES_AUTH=required`, requests: 200, ours: "appPrivate", floor: "floorAuth", setup: privateNotes })),
+    ].map((c) =>
+      cpu({
+        ...c,
+        label: `${c.label}, NOTES_AUTH=required`,
+        requests: 200,
+        ours: "appPrivate",
+        floor: "floorAuth",
+        setup: privateNotes,
+      }),
+    ),
     cpu({
       key: "refresh",
       label: "POST /auth/refresh (a chain of rotations)",
       requests: 100,
       setup: async ({ rt }) => {
         await accounts(rt);
-        refreshToken = (JSON.parse((await send(rt.urls.app, login(ACCOUNTS - 1))).body) as { refresh_token: string }).refresh_token;
+        refreshToken = (JSON.parse((await send(rt.urls.app, login(ACCOUNTS - 1))).body) as { refresh_token: string })
+          .refresh_token;
       },
       // Each refresh rotates the session: the next one sends the token the last one answered.
       next: (previous) => {
@@ -274,7 +450,13 @@ export function scenarios(opts: Options): Scenario[] {
         return { method: "POST", path: "/auth/refresh", body: JSON.stringify({ refresh_token: refreshToken }) };
       },
     }),
-    cpu({ key: "passkey-options", label: "POST /auth/passkeys/login/options", requests: 200, setup: async ({ rt }) => void (await accounts(rt)), next: passkeyOptions }),
+    cpu({
+      key: "passkey-options",
+      label: "POST /auth/passkeys/login/options",
+      requests: 200,
+      setup: async ({ rt }) => void (await accounts(rt)),
+      next: passkeyOptions,
+    }),
     cpu({
       key: "passkey-sign-in",
       label: "POST /auth/passkeys/login/verify (ES256, one passkey sign-in)",

@@ -29,7 +29,10 @@ function resolveImport(from: string, specifier: string): string | undefined {
 const imports = new Map<string, string[]>();
 for (const file of sourceFiles(src)) {
   const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
-  imports.set(file, importedFiles.map((f) => resolveImport(file, f.fileName)).filter((f) => f !== undefined));
+  imports.set(
+    file,
+    importedFiles.map((f) => resolveImport(file, f.fileName)).filter((f) => f !== undefined),
+  );
 }
 
 // Depth-first search; a module met again while still on the stack closes a cycle.

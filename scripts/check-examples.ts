@@ -12,7 +12,13 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outDir = join(root, ".check", "examples");
-const docs = ["README.md", "CONTRIBUTING.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const docs = [
+  "README.md",
+  "CONTRIBUTING.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
@@ -28,7 +34,10 @@ for (const doc of docs) {
     let end = start;
     while (end < lines.length && lines[end]!.trim() !== "```") end++;
     const name = `${doc.replace(/[/.]/g, "_")}_line${start + 1}.ts`;
-    const code = lines.slice(start, end).join("\n").replace(/(from\s+["'])\.\/(src|test)\//g, "$1../../$2/");
+    const code = lines
+      .slice(start, end)
+      .join("\n")
+      .replace(/(from\s+["'])\.\/(src|test)\//g, "$1../../$2/");
     // `export {}` makes every block a module, so blocks may use top-level await and share no names.
     writeFileSync(join(outDir, name), `// ${doc}, line ${start + 1}\n${code}\nexport {};\n`);
     files.push(name);
@@ -38,12 +47,22 @@ for (const doc of docs) {
 
 writeFileSync(
   join(outDir, "tsconfig.json"),
-  JSON.stringify({ extends: "../../tsconfig.json", compilerOptions: { types: [] }, include: ["./*.ts", "../../worker-configuration.d.ts"] }, null, 2),
+  JSON.stringify(
+    {
+      extends: "../../tsconfig.json",
+      compilerOptions: { types: [] },
+      include: ["./*.ts", "../../worker-configuration.d.ts"],
+    },
+    null,
+    2,
+  ),
 );
 const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
 const result = spawnSync(process.execPath, [tsc, "-p", join(outDir, "tsconfig.json")], { stdio: "inherit" });
 if (result.status !== 0) {
-  console.error(`[check:examples] a code example does not compile (the files in .check/examples/ name their source line)`);
+  console.error(
+    `[check:examples] a code example does not compile (the files in .check/examples/ name their source line)`,
+  );
   process.exit(result.status ?? 1);
 }
 console.log(`[check:examples] ${files.length} TypeScript example(s) compile: ${files.join(", ")}`);

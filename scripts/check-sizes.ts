@@ -8,11 +8,14 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
-const MAX_FILE_LINES = 250;
-const MAX_FUNCTION_LINES = 50;
+// Lines as Prettier lays them out at 120 columns: a long statement spans several, so the figures are those of
+// before the formatter (250 and 50 lines of up to 200 characters) grown by what the formatting commit added.
+const MAX_FILE_LINES = 320;
+const MAX_FUNCTION_LINES = 70;
 /** Modules allowed past MAX_FILE_LINES, and why. */
 const LONG_BY_DESIGN: Record<string, string> = {
-  "src/db/schema.ts": "every table in one file, each area's under its heading: the one place a newcomer reads the data model",
+  "src/db/schema.ts":
+    "every table in one file, each area's under its heading: the one place a newcomer reads the data model",
 };
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -33,13 +36,15 @@ for (const file of files) {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const name = relative(root, file);
   const lines = source.getLineAndCharacterOfPosition(text.length).line;
-  if (lines > MAX_FILE_LINES && !(name in LONG_BY_DESIGN)) problems.push(`${name}: ${lines} lines (at most ${MAX_FILE_LINES})`);
+  if (lines > MAX_FILE_LINES && !(name in LONG_BY_DESIGN))
+    problems.push(`${name}: ${lines} lines (at most ${MAX_FILE_LINES})`);
   const visit = (node: ts.Node): void => {
     if (ts.isFunctionLike(node) && "body" in node && node.body) {
       functions++;
       const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
       const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
-      if (end - start + 1 > MAX_FUNCTION_LINES) problems.push(`${name}:${start + 1}: a function of ${end - start + 1} lines (at most ${MAX_FUNCTION_LINES})`);
+      if (end - start + 1 > MAX_FUNCTION_LINES)
+        problems.push(`${name}:${start + 1}: a function of ${end - start + 1} lines (at most ${MAX_FUNCTION_LINES})`);
     }
     ts.forEachChild(node, visit);
   };
@@ -50,4 +55,6 @@ if (problems.length > 0) {
   for (const problem of problems) console.error(`[check:sizes] ${problem}`);
   process.exit(1);
 }
-console.log(`[check:sizes] ${files.length} modules of src/ within ${MAX_FILE_LINES} lines, ${functions} functions within ${MAX_FUNCTION_LINES}`);
+console.log(
+  `[check:sizes] ${files.length} modules of src/ within ${MAX_FILE_LINES} lines, ${functions} functions within ${MAX_FUNCTION_LINES}`,
+);

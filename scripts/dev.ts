@@ -61,7 +61,8 @@ function catcherAddress(): { host: string; port: number } | null {
   const host = vars.SMTP_HOST?.trim() ?? "";
   if (host !== "127.0.0.1" && host !== "localhost") return null;
   const port = Number(vars.SMTP_PORT ?? 2525);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) fail([`SMTP_PORT in .dev.vars is not a port number: ${vars.SMTP_PORT}`]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    fail([`SMTP_PORT in .dev.vars is not a port number: ${vars.SMTP_PORT}`]);
   return { host, port };
 }
 
@@ -95,21 +96,29 @@ function applyMigrations(): void {
   // Without a terminal wrangler prints its status table again after each migration: count names once.
   const applied = [...new Set(Array.from(output.matchAll(/│ (\S+\.sql)\s+│ ✅/g), (match) => match[1]))];
   if (applied.length === 1) console.log(`[dev] D1: 1 migration applied (${applied[0]}).`);
-  else if (applied.length > 1) console.log(`[dev] D1: ${applied.length} migrations applied (${applied[0]} to ${applied.at(-1)}).`);
+  else if (applied.length > 1)
+    console.log(`[dev] D1: ${applied.length} migrations applied (${applied[0]} to ${applied.at(-1)}).`);
   else if (output.includes("No migrations to apply")) console.log("[dev] D1: up to date, no migration to apply.");
   else console.log(output); // neither: show what wrangler said rather than guess
 }
 
-/** Mail to this machine (SMTP_HOST local): our catcher, started; or the developer's own server, used as it is (null). */
+/**
+ * Mail to this machine (SMTP_HOST local): our catcher, started; or the developer's own server, used as it is (null).
+ */
 async function localMail(at: { host: string; port: number } | null): Promise<MailCatcher | null> {
   if (!at) return null;
   const plan = await planMailCatcher(at.host, at.port);
   if ("refuse" in plan) fail(plan.refuse);
   if ("useRunning" in plan) {
-    console.log(`[dev] Your mail server answers on ${at.host}:${at.port} ("${plan.useRunning}"): the mail goes there; not starting our catcher.`);
+    console.log(
+      `[dev] Your mail server answers on ${at.host}:${at.port} ("${plan.useRunning}"): the mail goes there; not starting our catcher.`,
+    );
     return null;
   }
-  return (await startMailCatcher(at.host, at.port)) ?? fail(["Not starting the worker without its mail catcher (see the warning above)."]);
+  return (
+    (await startMailCatcher(at.host, at.port)) ??
+    fail(["Not starting the worker without its mail catcher (see the warning above)."])
+  );
 }
 
 /**
@@ -130,7 +139,9 @@ await checkWorkerPort(wranglerArgs, catcherAt);
 const catcher = await localMail(catcherAt);
 applyMigrations();
 
-const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs)], { stdio: "inherit" });
+const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs)], {
+  stdio: "inherit",
+});
 
 // On Ctrl+C the terminal signals wrangler too; forwarding matters when only this process is signalled.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -141,5 +152,7 @@ child.on("exit", (code, signal) => {
   const exitCode = code ?? 128 + (signal ? constants.signals[signal] : 1);
   // Don't let a lingering SMTP connection (or a failing close) hold up the exit.
   const closed = catcher?.close().catch(() => {});
-  void Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => process.exit(exitCode));
+  void Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() =>
+    process.exit(exitCode),
+  );
 });

@@ -9,10 +9,15 @@ import { parseArgs } from "node:util";
 import { Events, OAuth2Server } from "oauth2-mock-server";
 
 const { values } = parseArgs({
-  options: { port: { type: "string", default: "9400" }, email: { type: "string", default: "you@example.test" }, unverified: { type: "boolean", default: false } },
+  options: {
+    port: { type: "string", default: "9400" },
+    email: { type: "string", default: "you@example.test" },
+    unverified: { type: "boolean", default: false },
+  },
 });
 const port = Number(values.port);
-if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`--port must be a port number: ${values.port}`);
+if (!Number.isInteger(port) || port < 1 || port > 65535)
+  throw new Error(`--port must be a port number: ${values.port}`);
 
 const server = new OAuth2Server();
 await server.issuer.keys.generate("RS256");
@@ -31,10 +36,18 @@ const settings = {
   OAUTH_LOCAL_ISSUER: issuer,
   OAUTH_REDIRECT_URLS: "http://localhost:5173/done",
 };
-console.log(`[oauth] OpenID provider at ${issuer}: everyone signs in as ${values.email} (${values.unverified ? "not vouched for" : "vouched for"}).`);
+console.log(
+  `[oauth] OpenID provider at ${issuer}: everyone signs in as ${values.email} (${values.unverified ? "not vouched for" : "vouched for"}).`,
+);
 console.log("[oauth] Start the worker against it in another terminal:");
-console.log(`  npm run dev -- ${Object.entries(settings).map(([name, value]) => `--var ${name}:${value}`).join(" ")}`);
-console.log("[oauth] Then open http://localhost:8787/auth/oauth/local/authorize?redirect_uri=http://localhost:5173/done&code_challenge=…&code_challenge_method=S256");
+console.log(
+  `  npm run dev -- ${Object.entries(settings)
+    .map(([name, value]) => `--var ${name}:${value}`)
+    .join(" ")}`,
+);
+console.log(
+  "[oauth] Then open http://localhost:8787/auth/oauth/local/authorize?redirect_uri=http://localhost:5173/done&code_challenge=…&code_challenge_method=S256",
+);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => void server.stop().then(() => process.exit(0)));

@@ -42,7 +42,8 @@ const app = new Hono<AppEnv>()
     await next();
     // Workers Logs records every invocation itself; our line adds the request id, and is written for the
     // answers worth reading (or for all with LOG_REQUESTS=all): a line costs CPU and a logged event.
-    if (c.res.status >= 400 || config.logRequests === "all") log.info("request", { status: c.res.status, durationMs: Date.now() - started });
+    if (c.res.status >= 400 || config.logRequests === "all")
+      log.info("request", { status: c.res.status, durationMs: Date.now() - started });
   })
   .use(securityHeaders)
   .use(corsPolicy)
@@ -51,7 +52,11 @@ const app = new Hono<AppEnv>()
   .use(async (c, next) => {
     const bookmark = c.req.header(BOOKMARK_HEADER);
     if (bookmark !== undefined && !isBookmark(bookmark)) {
-      return errorResponse(c, 400, isAccountsPath(c.req.path) ? AuthMessage.invalidBookmark : NoteMessage.invalidBookmark);
+      return errorResponse(
+        c,
+        400,
+        isAccountsPath(c.req.path) ? AuthMessage.invalidBookmark : NoteMessage.invalidBookmark,
+      );
     }
     const session = requestSession(c.env.DB, c.req.method, bookmark);
     const { client, asked } = trackedClient(session);
@@ -75,7 +80,10 @@ const app = new Hono<AppEnv>()
   // What native apps need to use this domain's passkeys, at the paths their platforms look for.
   .route("/.well-known", wellKnown)
   // The document lists every route registered here, read when it is first asked for.
-  .route("/", docsRoutes((): readonly RegisteredRoute[] => app.routes));
+  .route(
+    "/",
+    docsRoutes((): readonly RegisteredRoute[] => app.routes),
+  );
 
 app.notFound((c) => errorResponse(c, 404, isAccountsPath(c.req.path) ? "Not found." : "Not found"));
 

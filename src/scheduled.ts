@@ -16,7 +16,10 @@ type CleanUpList = Record<string, BatchItem<"sqlite">>;
 export async function cleanUp(db: Database, now: number): Promise<void> {
   const lists: CleanUpList[] = [authCleanUp(db, now), notesCleanUp(db, now), liveCleanUp(db, now)];
   const named = lists.flatMap((list) => Object.entries(list));
-  const results = await batchOf(db, named.map(([, statement]) => statement));
+  const results = await batchOf(
+    db,
+    named.map(([, statement]) => statement),
+  );
   const counts = Object.fromEntries(named.map(([name], i) => [name, rowCount(results[i])]));
   createLogger({ event_source: "scheduled" }).info("clean_up", counts);
 }

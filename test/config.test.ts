@@ -7,7 +7,11 @@ describe("the settings every test sees", () => {
   it("are wrangler.toml's [vars] for every var the suite does not set itself, whatever a local .dev.vars holds", () => {
     const { defaults, own } = env.TEST_VARS;
     expect(Object.keys(defaults)).toEqual(expect.arrayContaining(["NOTES_AUTH", "SMTP_HOST", "RATE_LIMITS"]));
-    const seen = Object.fromEntries(Object.keys(defaults).filter((name) => !own.includes(name)).map((name) => [name, Reflect.get(env, name)]));
+    const seen = Object.fromEntries(
+      Object.keys(defaults)
+        .filter((name) => !own.includes(name))
+        .map((name) => [name, Reflect.get(env, name)]),
+    );
     const expected = Object.fromEntries(Object.entries(defaults).filter(([name]) => !own.includes(name)));
     expect(seen).toEqual(expected);
   });

@@ -22,39 +22,65 @@ describe("GET /openapi.json", () => {
     const doc = await openApi();
     expect(doc.openapi).toBe("3.1.0");
     const documented = Object.entries(doc.paths)
-      .flatMap(([path, item]) => Object.keys(item).filter((key) => key !== "parameters").map((method) => `${method.toUpperCase()} ${path}`))
+      .flatMap(([path, item]) =>
+        Object.keys(item)
+          .filter((key) => key !== "parameters")
+          .map((method) => `${method.toUpperCase()} ${path}`),
+      )
       .sort();
     const served = [
-      ...new Set(app.routes.filter((route) => route.method !== "ALL" && !route.path.includes("*")).map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`)),
+      ...new Set(
+        app.routes
+          .filter((route) => route.method !== "ALL" && !route.path.includes("*"))
+          .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`),
+      ),
     ].sort();
     expect(documented).toEqual(served);
   });
 
   it("converts the request schemas that validate the bodies", async () => {
     const doc = await openApi();
-    const schema = (path: string, method: string) => doc.paths[path]![method]!.requestBody!.content["application/json"].schema;
+    const schema = (path: string, method: string) =>
+      doc.paths[path]![method]!.requestBody!.content["application/json"].schema;
     expect(schema("/auth/register", "post")).toMatchObject({
       type: "object",
       required: ["email", "password"],
       properties: { email: { type: "string" }, password: { type: "string" } },
     });
     expect(schema("/notes", "post")).toMatchObject({ required: ["title", "content"] });
-    expect(schema("/notes/{id}", "patch")).toMatchObject({ properties: { title: { type: "string" }, content: { type: "string" } } });
+    expect(schema("/notes/{id}", "patch")).toMatchObject({
+      properties: { title: { type: "string" }, content: { type: "string" } },
+    });
     expect(schema("/notes/{id}", "patch").required ?? []).toEqual([]);
   });
 
   it("documents live updates: the ticket, and the socket as an upgrade with its frames", async () => {
     type Described = { description: string; responses: Record<string, unknown> };
     const doc = (await openApi()) as unknown as { paths: Record<string, Record<string, Described>> };
-    expect(Object.keys(doc.paths["/changes/live-ticket"]!.post!.responses)).toEqual(expect.arrayContaining(["201", "401", "404", "429"]));
+    expect(Object.keys(doc.paths["/changes/live-ticket"]!.post!.responses)).toEqual(
+      expect.arrayContaining(["201", "401", "404", "429"]),
+    );
     const socket = doc.paths["/changes/live"]!.get!;
-    expect(Object.keys(socket.responses)).toEqual(expect.arrayContaining(["101", "400", "401", "403", "404", "426", "429"]));
-    for (const frame of ['{"type":"ready"}', '{"type":"changed","bookmark":', '{"type":"ping"}', '{"type":"pong"}', "4001"]) expect(socket.description).toContain(frame);
+    expect(Object.keys(socket.responses)).toEqual(
+      expect.arrayContaining(["101", "400", "401", "403", "404", "426", "429"]),
+    );
+    for (const frame of [
+      '{"type":"ready"}',
+      '{"type":"changed","bookmark":',
+      '{"type":"ping"}',
+      '{"type":"pong"}',
+      "4001",
+    ])
+      expect(socket.description).toContain(frame);
   });
 
   it("names every answer the app can give", async () => {
     const text = JSON.stringify(await openApi());
-    for (const message of [...Object.values(AuthMessage), ...Object.values(NoteMessage), ...Object.values(LiveMessage)]) {
+    for (const message of [
+      ...Object.values(AuthMessage),
+      ...Object.values(NoteMessage),
+      ...Object.values(LiveMessage),
+    ]) {
       expect(text, message).toContain(JSON.stringify(message).slice(1, -1));
     }
   });
@@ -85,7 +111,9 @@ describe("GET /", () => {
 });
 
 describe("typed client (hc<AppType>)", () => {
-  const client = hc<AppType>(BASE, { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
+  const client = hc<AppType>(BASE, {
+    fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)),
+  });
 
   it("drives the whole flow: register, verify with the mailed code, log in, notes CRUD", async () => {
     const email = randomEmail("client");

@@ -11,7 +11,9 @@ declare module "vitest" {
   }
 }
 
-/** Starts the loopback SMTP peers and sign-in providers once for the whole run and hands their addresses to the workers. */
+/**
+ * Starts the loopback SMTP peers and sign-in providers once for the whole run and hands their addresses to the workers.
+ */
 export default async function setup(project: TestProject) {
   const [smtp, oauth] = await Promise.all([startSmtpPeers(), startOAuthPeers()]);
   project.provide("smtp", smtp.fixture);

@@ -21,7 +21,11 @@ export function randomEmail(prefix = "user"): string {
 
 function buildRequest(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Request {
   // A redirect is an answer to assert, never followed: the app's fetch would send the next request to the app itself.
-  const init: RequestInit & { headers: Record<string, string> } = { method, headers: { ...headers }, redirect: "manual" };
+  const init: RequestInit & { headers: Record<string, string> } = {
+    method,
+    headers: { ...headers },
+    redirect: "manual",
+  };
   if (body !== undefined) {
     // A string or raw bytes go as they are; anything else as its JSON.
     init.body = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
@@ -31,7 +35,12 @@ function buildRequest(method: string, path: string, body?: unknown, headers: Rec
 }
 
 /** A request through the deployed app's own fetch handler, as a client would send it. */
-export function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return exports.default.fetch(buildRequest(method, path, body, headers));
 }
 
@@ -40,7 +49,9 @@ export function call(method: string, path: string, body?: unknown, headers: Reco
  * the main module. Fetcher.scheduled() exists at run time but is not in the generated types.
  */
 export async function fireCron(cron = "17 * * * *", scheduledTime = new Date()): Promise<void> {
-  const main = exports.default as unknown as { scheduled(options: { cron: string; scheduledTime: Date }): Promise<unknown> };
+  const main = exports.default as unknown as {
+    scheduled(options: { cron: string; scheduledTime: Date }): Promise<unknown>;
+  };
   await main.scheduled({ cron, scheduledTime });
 }
 
@@ -59,7 +70,11 @@ export async function callLeavingWork(
   headers: Record<string, string> = {},
 ): Promise<{ response: Response; settled: Promise<void> }> {
   const ctx = createExecutionContext();
-  const response = await worker.fetch(buildRequest(method, path, body, headers), { ...env, ...overrides } as Bindings, ctx);
+  const response = await worker.fetch(
+    buildRequest(method, path, body, headers),
+    { ...env, ...overrides } as Bindings,
+    ctx,
+  );
   return { response, settled: waitOnExecutionContext(ctx) };
 }
 
@@ -130,7 +145,10 @@ export interface Tokens {
 }
 
 /** Logs in (expecting 200) and returns the tokens. */
-export async function logIn(email: string, { password = PASSWORD, userAgent }: { password?: string; userAgent?: string } = {}): Promise<Tokens> {
+export async function logIn(
+  email: string,
+  { password = PASSWORD, userAgent }: { password?: string; userAgent?: string } = {},
+): Promise<Tokens> {
   const response = await call("POST", "/auth/login", { email, password }, userAgent ? { "User-Agent": userAgent } : {});
   if (response.status !== 200) throw new Error(`login: expected 200, got ${response.status}`);
   return response.json();
@@ -201,7 +219,12 @@ export async function storedCode(email: string, purpose = "verify_email"): Promi
 }
 
 /** Rewrites columns of one table's rows matching `where`, to move an account through time without waiting. */
-async function rewrite(table: string, where: string, columns: Record<string, number | string | null>, params: unknown[]): Promise<void> {
+async function rewrite(
+  table: string,
+  where: string,
+  columns: Record<string, number | string | null>,
+  params: unknown[],
+): Promise<void> {
   const names = Object.keys(columns);
   const assignments = names.map((name) => `"${name}" = ?`).join(", ");
   await env.DB.prepare(`UPDATE ${table} SET ${assignments} WHERE ${where}`)
@@ -213,8 +236,15 @@ export function setUser(email: string, columns: Record<string, number | string |
   return rewrite("users", "email = ?", columns, [email]);
 }
 
-export function setCode(email: string, columns: Record<string, number | string | null>, purpose = "verify_email"): Promise<void> {
-  return rewrite("one_time_codes", "purpose = ? AND user_id = (SELECT id FROM users WHERE email = ?)", columns, [purpose, email]);
+export function setCode(
+  email: string,
+  columns: Record<string, number | string | null>,
+  purpose = "verify_email",
+): Promise<void> {
+  return rewrite("one_time_codes", "purpose = ? AND user_id = (SELECT id FROM users WHERE email = ?)", columns, [
+    purpose,
+    email,
+  ]);
 }
 
 /** Asserts a plain-text response: status, exact body and content type. */
@@ -262,7 +292,6 @@ export async function storedSession(id: string): Promise<StoredSession | null> {
   return env.DB.prepare("SELECT * FROM sessions WHERE id = ?").bind(id).first<StoredSession>();
 }
 
-
 export const Subject = {
   reset: "Reset Your Password",
   passwordChanged: "Your Password Was Changed",
@@ -289,7 +318,11 @@ export async function keepRequestId(email: string, response: Response): Promise<
 }
 
 /** The answer of forgot-password, the same for every address. */
-export const ACCEPTED = { status: 200, type: JSON_TYPE, body: { message: AuthMessage.resetRequested, request_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) } };
+export const ACCEPTED = {
+  status: 200,
+  type: JSON_TYPE,
+  body: { message: AuthMessage.resetRequested, request_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) },
+};
 
 export async function forgot(email: string): Promise<Response> {
   return keepRequestId(email, await call("POST", "/auth/forgot-password", { email }));
@@ -307,14 +340,18 @@ export function quietRegister(email: string, password = PASSWORD): Promise<Respo
 export async function account(password = PASSWORD): Promise<string> {
   const email = randomEmail();
   expect((await quietRegister(email, password)).status).toBe(201);
-  expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(200);
+  expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(
+    200,
+  );
   return email;
 }
 
 /** The account's last mail moved back past the 60-second cooldown (the hourly cap still counts), reset mails' too. */
 export async function pastCooldown(email: string): Promise<void> {
   await setUser(email, { lastMailAt: Date.now() - MINUTE });
-  await env.DB.prepare("UPDATE reset_mail_allowances SET last_mail_at = ? WHERE email = ?").bind(Date.now() - MINUTE, email).run();
+  await env.DB.prepare("UPDATE reset_mail_allowances SET last_mail_at = ? WHERE email = ?")
+    .bind(Date.now() - MINUTE, email)
+    .run();
 }
 
 /** A received message as a test reads it: sender, subject and trimmed text. */
@@ -384,17 +421,12 @@ export async function resetCode(email: string): Promise<string> {
 }
 
 export async function count(sql: string, ...params: unknown[]): Promise<number> {
-  return (await env.DB.prepare(sql).bind(...params).first<number>("n"))!;
+  return (await env.DB.prepare(sql)
+    .bind(...params)
+    .first<number>("n"))!;
 }
 
 export const NEW_PASSWORD = "a brand new passphrase";
-
-
-
-
-
-
-
 
 export const PASSWORD_CHANGED_TEXT =
   "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
@@ -405,12 +437,19 @@ export function lastRequestId(email: string): string {
 }
 
 /** A reset with the code of the address's last forgot-password request, unless another request is named. */
-export function reset(email: string, token: string, password = NEW_PASSWORD, requestId = lastRequestId(email)): Promise<Response> {
+export function reset(
+  email: string,
+  token: string,
+  password = NEW_PASSWORD,
+  requestId = lastRequestId(email),
+): Promise<Response> {
   return call("POST", "/auth/reset-password", { email, token, password, request_id: requestId });
 }
 
 export async function loginFailuresRow(email: string) {
-  return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?").bind(email).first<{ failures: number; lockedUntil: number }>();
+  return env.DB.prepare("SELECT failures, lockedUntil FROM login_failures WHERE email = ?")
+    .bind(email)
+    .first<{ failures: number; lockedUntil: number }>();
 }
 
 /** Ten wrong logins: the address is locked, even for the right password. */
@@ -421,8 +460,16 @@ export async function lockLogin(email: string): Promise<void> {
 
 /** Expects the 401 of a dead access token on /auth/me and of a dead refresh token on /auth/refresh. */
 export async function expectEnded(tokens: Tokens): Promise<void> {
-  expect(await textOf(await me(tokens.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
-  expect(await textOf(await refresh(tokens.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+  expect(await textOf(await me(tokens.token))).toEqual({
+    status: 401,
+    type: TEXT,
+    body: AuthMessage.invalidAccessToken,
+  });
+  expect(await textOf(await refresh(tokens.refresh_token))).toEqual({
+    status: 401,
+    type: TEXT,
+    body: AuthMessage.invalidRefreshToken,
+  });
 }
 
 /**
@@ -431,7 +478,10 @@ export async function expectEnded(tokens: Tokens): Promise<void> {
  * others, so that an interleaving an attacker can provoke is pinned deterministically. `release` lets
  * the batch go and answers the held request's response.
  */
-export async function holdRequest(pattern: RegExp, send: (db: D1Database) => Promise<Response>): Promise<{ release: () => Promise<Response> }> {
+export async function holdRequest(
+  pattern: RegExp,
+  send: (db: D1Database) => Promise<Response>,
+): Promise<{ release: () => Promise<Response> }> {
   let release!: () => void;
   let reached!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
@@ -463,7 +513,11 @@ export async function holdRequest(pattern: RegExp, send: (db: D1Database) => Pro
     },
     // The app reads and writes through a D1 session of the binding (read replication): this one.
     withSession() {
-      return { prepare: (query: string) => db.prepare(query), batch: (statements: D1PreparedStatement[]) => db.batch(statements), getBookmark: () => null };
+      return {
+        prepare: (query: string) => db.prepare(query),
+        batch: (statements: D1PreparedStatement[]) => db.batch(statements),
+        getBookmark: () => null,
+      };
     },
   };
   const response = send(db as unknown as D1Database);
@@ -483,10 +537,10 @@ export async function holdRequest(pattern: RegExp, send: (db: D1Database) => Pro
 
 /** A login stopped just before it creates its session: the password is checked, the session not yet written. */
 export function heldLogin(email: string, password = PASSWORD) {
-  return holdRequest(/^insert into "sessions"/i, (db) => callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }));
+  return holdRequest(/^insert into "sessions"/i, (db) =>
+    callWithEnv({ DB: db }, "POST", "/auth/login", { email, password }),
+  );
 }
-
-
 
 export const Note = v.object({ id: v.number(), title: v.string(), content: v.string(), created_at: v.string() });
 
@@ -503,7 +557,11 @@ export function confirmEmailChange(token: string, code: string): Promise<Respons
 /** Asks for an e-mail change (past the cooldown) and returns the code mailed to the new address. */
 export async function emailChangeCode(email: string, token: string, newEmail: string): Promise<string> {
   await pastCooldown(email);
-  expect(await textOf(await changeEmail(token, newEmail))).toEqual({ status: 200, type: TEXT, body: AuthMessage.emailChangeSent });
+  expect(await textOf(await changeEmail(token, newEmail))).toEqual({
+    status: 200,
+    type: TEXT,
+    body: AuthMessage.emailChangeSent,
+  });
   const mails = await mailsWithSubject(newEmail, Subject.confirmNewEmail);
   expect(mails).toHaveLength(1);
   return codeIn(mails[0], CodePrefix.emailChange);
@@ -528,16 +586,24 @@ export type OpenIdName = "google" | "apple";
 /** An app's PKCE pair: a random verifier and its S256 challenge. */
 export async function pkcePair(): Promise<{ verifier: string; challenge: string }> {
   const verifier = base64urlOf(crypto.getRandomValues(new Uint8Array(32)));
-  return { verifier, challenge: base64urlOf(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)))) };
+  return {
+    verifier,
+    challenge: base64urlOf(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)))),
+  };
 }
 
 function base64urlOf(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /** GET /auth/oauth/{provider}/authorize with the app's parameters (any left undefined is left out). */
 export function authorize(provider: string, params: Record<string, string | undefined>): Promise<Response> {
-  const query = new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  const query = new URLSearchParams(
+    Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
   return call("GET", `/auth/oauth/${provider}/authorize?${query.toString()}`);
 }
 
@@ -549,13 +615,21 @@ export function locationOf(response: Response): URL {
 
 /** Scripts what an OpenID peer does for the sign-in whose authorize redirect carried `nonce`. */
 export async function scriptSignIn(provider: OpenIdName, script: SignInScript): Promise<void> {
-  const response = await fetch(`${env.OAUTH[provider].issuer}/_test/script`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(script) });
+  const response = await fetch(`${env.OAUTH[provider].issuer}/_test/script`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(script),
+  });
   expect(response.status).toBe(200);
 }
 
 /** Scripts the fake GitHub for the sign-in whose authorize redirect carried `state`. */
 export async function scriptGitHub(script: GitHubScript): Promise<void> {
-  const response = await fetch(`${env.OAUTH.github.url}/_test/script`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(script) });
+  const response = await fetch(`${env.OAUTH.github.url}/_test/script`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(script),
+  });
   expect(response.status).toBe(200);
 }
 
@@ -593,7 +667,12 @@ export async function webSignIn(
   { redirectUri = APP_REDIRECT, state = "app-state" }: { redirectUri?: string; state?: string | null } = {},
 ): Promise<WebSignIn> {
   const { verifier, challenge } = await pkcePair();
-  const started = await authorize(provider, { redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: "S256", state: state ?? undefined });
+  const started = await authorize(provider, {
+    redirect_uri: redirectUri,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: state ?? undefined,
+  });
   expect(started.status).toBe(302);
   const toProvider = locationOf(started);
   await scriptSignIn(provider, { ...script, nonce: toProvider.searchParams.get("nonce")! });
@@ -610,12 +689,17 @@ export function exchangeLoginCode(code: unknown, verifier: unknown): Promise<Res
 export async function socialLogIn(provider: OpenIdName, claims: Record<string, unknown>): Promise<Tokens> {
   const { app, verifier } = await webSignIn(provider, { claims });
   const response = await exchangeLoginCode(app.searchParams.get("code"), verifier);
-  if (response.status !== 200) throw new Error(`oauth token: expected 200, got ${response.status}: ${await response.text()}`);
+  if (response.status !== 200)
+    throw new Error(`oauth token: expected 200, got ${response.status}: ${await response.text()}`);
   return response.json();
 }
 
 /** An id_token the OpenID peer signs with `claims` (its own key, or a foreign one under the same key id). */
-export async function signedIdToken(provider: OpenIdName, claims: Record<string, unknown>, options: { expiresIn?: number; foreignKey?: boolean } = {}): Promise<string> {
+export async function signedIdToken(
+  provider: OpenIdName,
+  claims: Record<string, unknown>,
+  options: { expiresIn?: number; foreignKey?: boolean } = {},
+): Promise<string> {
   const response = await fetch(`${env.OAUTH[provider].issuer}/_test/sign`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -639,14 +723,34 @@ export const PRIVATE_NOTES: Partial<Bindings> = { NOTES_AUTH: "required" };
 
 /** A ticket for the live-updates socket, asked for with the access token `token` (expecting 201). */
 export async function liveTicket(token: string, overrides: Partial<Bindings> = {}): Promise<string> {
-  const response = await callWithEnv({ ...PRIVATE_NOTES, ...overrides }, "POST", "/changes/live-ticket", undefined, bearer(token));
-  if (response.status !== 201) throw new Error(`live-ticket: expected 201, got ${response.status}: ${await response.text()}`);
+  const response = await callWithEnv(
+    { ...PRIVATE_NOTES, ...overrides },
+    "POST",
+    "/changes/live-ticket",
+    undefined,
+    bearer(token),
+  );
+  if (response.status !== 201)
+    throw new Error(`live-ticket: expected 201, got ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { ticket: string }).ticket;
 }
 
-/** GET /changes/live with the ticket, as a WebSocket client sends it (Upgrade: websocket, unless `headers` says otherwise). */
-export function upgrade(ticket: string, headers: Record<string, string> = {}, overrides: Partial<Bindings> = {}): Promise<Response> {
-  return callWithEnv({ ...PRIVATE_NOTES, ...overrides }, "GET", `/changes/live?ticket=${encodeURIComponent(ticket)}`, undefined, { Upgrade: "websocket", ...headers });
+/**
+ * GET /changes/live with the ticket, as a WebSocket client sends it (Upgrade: websocket, unless `headers` says
+ * otherwise).
+ */
+export function upgrade(
+  ticket: string,
+  headers: Record<string, string> = {},
+  overrides: Partial<Bindings> = {},
+): Promise<Response> {
+  return callWithEnv(
+    { ...PRIVATE_NOTES, ...overrides },
+    "GET",
+    `/changes/live?ticket=${encodeURIComponent(ticket)}`,
+    undefined,
+    { Upgrade: "websocket", ...headers },
+  );
 }
 
 /** A live-updates socket as its client sees it: the frames so far, and how it closed. */

@@ -52,10 +52,16 @@ describe("unhandled failures", () => {
   it("answers login with 500 and names the missing JWT_SECRET_KEY in the log", async () => {
     const email = await verifiedAccount();
     const logs = captureErrorLogs();
-    const response = await callWithEnv({ JWT_SECRET_KEY: undefined }, "POST", "/auth/login", { email, password: PASSWORD });
+    const response = await callWithEnv({ JWT_SECRET_KEY: undefined }, "POST", "/auth/login", {
+      email,
+      password: PASSWORD,
+    });
     expect(await textOf(response)).toEqual({ status: 500, type: TEXT, body: "Internal server error." });
     expect(logs).toHaveLength(1);
-    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining("JWT_SECRET_KEY") });
+    expect(JSON.parse(logs[0]!)).toMatchObject({
+      errorName: "ConfigError",
+      errorMessage: expect.stringContaining("JWT_SECRET_KEY"),
+    });
   });
 
   it("answers with 500 and names an unusable BCRYPT_COST in the log", async () => {
@@ -63,7 +69,10 @@ describe("unhandled failures", () => {
     const response = await callWithEnv({ BCRYPT_COST: "ten" }, "GET", "/notes");
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ error: "Internal server error" });
-    expect(JSON.parse(logs[0]!)).toMatchObject({ errorName: "ConfigError", errorMessage: expect.stringContaining("BCRYPT_COST") });
+    expect(JSON.parse(logs[0]!)).toMatchObject({
+      errorName: "ConfigError",
+      errorMessage: expect.stringContaining("BCRYPT_COST"),
+    });
   });
 });
 
@@ -73,7 +82,10 @@ describe("social sign-in settings", () => {
     [{ OAUTH_PROVIDERS: "google,google" }, "OAUTH_PROVIDERS"],
     [{ OAUTH_PROVIDERS: "okta" }, "OAUTH_OKTA_CLIENT_ID"],
     [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x" }, "OAUTH_OKTA_ISSUER"],
-    [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x", OAUTH_OKTA_ISSUER: "http://okta.example" }, "OAUTH_OKTA_ISSUER"],
+    [
+      { OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x", OAUTH_OKTA_ISSUER: "http://okta.example" },
+      "OAUTH_OKTA_ISSUER",
+    ],
     [{ OAUTH_PROVIDERS: "okta", OAUTH_OKTA_CLIENT_ID: "x", OAUTH_OKTA_ISSUER: "not a url" }, "OAUTH_OKTA_ISSUER"],
     [{ OAUTH_APPLE_KEY_ID: "" }, "OAUTH_APPLE_TEAM_ID"],
     [{ OAUTH_APPLE_PRIVATE_KEY: "not a key" }, "OAUTH_APPLE_PRIVATE_KEY"],
@@ -81,13 +93,23 @@ describe("social sign-in settings", () => {
     [{ OAUTH_REDIRECT_URLS: "http://app.example/done" }, "OAUTH_REDIRECT_URLS"],
     [{ OAUTH_REDIRECT_URLS: "https://app.example/done#x" }, "OAUTH_REDIRECT_URLS"],
     [{ OAUTH_REDIRECT_URLS: "javascript:alert(1)" }, "OAUTH_REDIRECT_URLS"],
-  ])("refuses only social sign-in (503) and names an unusable setting in the log; the rest of the API works: %j", async (overrides, name) => {
-    const logs = captureErrorLogs();
-    expect((await callWithEnv(overrides, "GET", "/notes")).status).toBe(200);
-    const refused = await callWithEnv(overrides, "GET", "/auth/oauth/google/authorize?redirect_uri=x");
-    expect({ status: refused.status, body: await refused.text() }).toEqual({ status: 503, body: AuthMessage.socialSignInUnavailable });
-    expect(JSON.parse(logs[0]!)).toMatchObject({ event: "social_sign_in_unavailable", errorName: "ConfigError", errorMessage: expect.stringContaining(name) });
-  });
+  ])(
+    "refuses only social sign-in (503) and names an unusable setting in the log; the rest of the API works: %j",
+    async (overrides, name) => {
+      const logs = captureErrorLogs();
+      expect((await callWithEnv(overrides, "GET", "/notes")).status).toBe(200);
+      const refused = await callWithEnv(overrides, "GET", "/auth/oauth/google/authorize?redirect_uri=x");
+      expect({ status: refused.status, body: await refused.text() }).toEqual({
+        status: 503,
+        body: AuthMessage.socialSignInUnavailable,
+      });
+      expect(JSON.parse(logs[0]!)).toMatchObject({
+        event: "social_sign_in_unavailable",
+        errorName: "ConfigError",
+        errorMessage: expect.stringContaining(name),
+      });
+    },
+  );
 
   it("takes no provider at all, and a PEM pasted on one line", async () => {
     expect((await callWithEnv({ OAUTH_PROVIDERS: "", OAUTH_REDIRECT_URLS: "" }, "GET", "/notes")).status).toBe(200);

@@ -52,13 +52,18 @@ describe("what else runs out", () => {
     const now = Date.now();
     const tag = crypto.randomUUID();
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO mfa_challenges (token_hash, user_id, sign_in_epoch, amr, expires_at) VALUES (?, ?, 0, 'pwd', ?), (?, ?, 0, 'pwd', ?)").bind(
-        `gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + MINUTE,
+      env.DB.prepare(
+        "INSERT INTO mfa_challenges (token_hash, user_id, sign_in_epoch, amr, expires_at) VALUES (?, ?, 0, 'pwd', ?), (?, ?, 0, 'pwd', ?)",
+      ).bind(`gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + MINUTE),
+      env.DB.prepare(
+        "INSERT INTO email_change_reverts (token_hash, user_id, old_email, expires_at) VALUES (?, ?, 'a@example.com', ?), (?, ?, 'a@example.com', ?)",
+      ).bind(`gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + DAY),
+      env.DB.prepare("INSERT INTO deployment_windows (name, window_start, count) VALUES (?, ?, 1), (?, ?, 1)").bind(
+        `gone-${tag}`,
+        now - 2 * DAY,
+        `live-${tag}`,
+        now - MINUTE,
       ),
-      env.DB.prepare("INSERT INTO email_change_reverts (token_hash, user_id, old_email, expires_at) VALUES (?, ?, 'a@example.com', ?), (?, ?, 'a@example.com', ?)").bind(
-        `gone-${tag}`, userId, now - 1, `live-${tag}`, userId, now + DAY,
-      ),
-      env.DB.prepare("INSERT INTO deployment_windows (name, window_start, count) VALUES (?, ?, 1), (?, ?, 1)").bind(`gone-${tag}`, now - 2 * DAY, `live-${tag}`, now - MINUTE),
     ]);
 
     await fireCron();

@@ -45,7 +45,8 @@ export async function buildBundle(root: string, outDir: string, entry?: string):
   await runWrangler(root, ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outDir]);
   const files = readdirSync(outDir).filter((name) => /\.(m?js|wasm|bin|txt|html|sql)$/.test(name));
   const mainName = entry ? entry.replace(/^.*\//, "").replace(/\.[cm]?[jt]s$/, ".js") : "index.js";
-  if (!files.includes(mainName)) throw new Error(`wrangler wrote no ${mainName} in ${outDir} (found: ${files.join(", ")})`);
+  if (!files.includes(mainName))
+    throw new Error(`wrangler wrote no ${mainName} in ${outDir} (found: ${files.join(", ")})`);
   const modules = [mainName, ...files.filter((name) => name !== mainName)].map((name) => join(outDir, name));
   const all = Buffer.concat(modules.map((path) => readFileSync(path)));
   return { modules, bytes: all.length, gzipBytes: gzipSync(all).length };

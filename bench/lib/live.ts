@@ -14,7 +14,18 @@
  * what the clients cost shares the machine's cores with workerd, as autocannon already does.
  */
 import { median, percentile, runLoad, send, type RequestSpec } from "./load.ts";
-import { CPU_REPS, cpuPerRequest, EMPTY, EMPTY_REQUESTS, fmt, spread, type Context, type Row, type Scenario, type Table } from "./measure.ts";
+import {
+  CPU_REPS,
+  cpuPerRequest,
+  EMPTY,
+  EMPTY_REQUESTS,
+  fmt,
+  spread,
+  type Context,
+  type Row,
+  type Scenario,
+  type Table,
+} from "./measure.ts";
 import type { WorkerName } from "./runtime.ts";
 
 export const LIVE_SOCKETS = 100;
@@ -63,7 +74,8 @@ async function until(done: () => boolean, ms: number): Promise<boolean> {
 async function openSocket(ctx: Context, worker: WorkerName, token: string): Promise<Socket | undefined> {
   const base = ctx.rt.urls[worker];
   const answer = await send(base, { method: "POST", path: "/changes/live-ticket", headers: bearer(token) });
-  if (answer.status !== 201) return void ctx.fail(`live: POST /changes/live-ticket answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  if (answer.status !== 201)
+    return void ctx.fail(`live: POST /changes/live-ticket answered ${answer.status}: ${answer.body.slice(0, 200)}`);
   const { ticket } = JSON.parse(answer.body) as { ticket: string };
   const ws = new WebSocket(`${base.replace(/^http/, "ws")}/changes/live?ticket=${ticket}`);
   const socket: Socket = { ws, count: 0, arrivals: [], frames: [] };
@@ -104,9 +116,11 @@ async function latency(ctx: Context, sockets: Socket[], writer: string) {
     const answer = await send(ctx.rt.urls.appPrivate, postNote(writer));
     const answeredAt = performance.now();
     if (answer.status !== 201) return void ctx.fail(`live: POST /notes answered ${answer.status}`);
-    if (!(await until(() => sockets.every((socket, s) => socket.arrivals.length > before[s]!), 5_000))) return void ctx.fail("live: a frame took over 5 s");
+    if (!(await until(() => sockets.every((socket, s) => socket.arrivals.length > before[s]!), 5_000)))
+      return void ctx.fail("live: a frame took over 5 s");
     const expected = JSON.stringify({ type: "changed", bookmark: answer.headers["x-d1-bookmark"] });
-    if (sockets.some((socket, s) => socket.frames[before[s]!] !== expected)) ctx.fail(`live: a frame was not ${expected}`);
+    if (sockets.some((socket, s) => socket.frames[before[s]!] !== expected))
+      ctx.fail(`live: a frame was not ${expected}`);
     const delays = sockets.map((socket, s) => socket.arrivals[before[s]!]! - answeredAt);
     all.push(...delays);
     last.push(Math.max(...delays));
@@ -117,7 +131,12 @@ async function latency(ctx: Context, sockets: Socket[], writer: string) {
 
 /** Durable Object requests per write, from the counting build's totals. */
 async function hubRequestsPerWrite(ctx: Context, writer: string): Promise<number> {
-  const stats = async () => (JSON.parse((await send(ctx.rt.urls.countingPrivate, { method: "GET", path: "/__bench/d1-stats" })).body) as { hubRequests: number }).hubRequests;
+  const stats = async () =>
+    (
+      JSON.parse((await send(ctx.rt.urls.countingPrivate, { method: "GET", path: "/__bench/d1-stats" })).body) as {
+        hubRequests: number;
+      }
+    ).hubRequests;
   const before = await stats();
   const writes = ctx.opts.smoke ? 5 : 50;
   for (let i = 0; i < writes; i++) await send(ctx.rt.urls.countingPrivate, postNote(writer));
@@ -138,28 +157,43 @@ async function cpuPerWrite(ctx: Context, quiet: string, writer: string) {
   for (let rep = 0; rep < CPU_REPS; rep++) {
     const baseline = await cpuPerRequest(ctx, "empty", EMPTY_REQUESTS, EMPTY);
     for (const [name, spec] of Object.entries(variants) as [keyof typeof variants, RequestSpec][]) {
-      ms[name].push((await cpuPerRequest(ctx, "countingPrivate", requests, { label: `live CPU (${name})`, expectStatus: 201, next: () => spec })) - baseline);
+      ms[name].push(
+        (await cpuPerRequest(ctx, "countingPrivate", requests, {
+          label: `live CPU (${name})`,
+          expectStatus: 201,
+          next: () => spec,
+        })) - baseline,
+      );
     }
   }
   return ms;
 }
 
-/** req/s of POST /notes under load for the account with sockets and one without, pairs alternating; frames delivered. */
+/**
+ * req/s of POST /notes under load for the account with sockets and one without, pairs alternating; frames delivered.
+ */
 async function throughputWith(ctx: Context, sockets: Socket[], writer: string, quiet: string) {
   const { opts, rt } = ctx;
-  const runs = { sockets: [] as { rps: number; p50: number; p99: number }[], none: [] as { rps: number; p50: number; p99: number }[] };
+  const runs = {
+    sockets: [] as { rps: number; p50: number; p99: number }[],
+    none: [] as { rps: number; p50: number; p99: number }[],
+  };
   let delivered = 0;
   let expected = 0;
-  const load = (token: string, seconds: number) => runLoad(rt.urls.appPrivate, opts.connections, seconds, () => postNote(token), 201);
+  const load = (token: string, seconds: number) =>
+    runLoad(rt.urls.appPrivate, opts.connections, seconds, () => postNote(token), 201);
   await load(writer, opts.warmup);
   await load(quiet, opts.warmup);
   for (let pair = 1; pair <= opts.pairs; pair++) {
     for (const who of pair % 2 ? (["sockets", "none"] as const) : (["none", "sockets"] as const)) {
       const before = sockets.map((socket) => socket.count);
       const run = await load(who === "sockets" ? writer : quiet, opts.duration);
-      if (run.errors || run.unexpected) ctx.fail(`live load (${who}): ${run.errors} errors, ${run.unexpected} answers other than 201`);
+      if (run.errors || run.unexpected)
+        ctx.fail(`live load (${who}): ${run.errors} errors, ${run.unexpected} answers other than 201`);
       runs[who].push(run);
-      ctx.log(`  ${who.padEnd(7)} ${pair}/${opts.pairs} ${fmt(run.rps, 1).padStart(9)} req/s  p50 ${fmt(run.p50).padStart(8)} ms  p99 ${fmt(run.p99).padStart(8)} ms`);
+      ctx.log(
+        `  ${who.padEnd(7)} ${pair}/${opts.pairs} ${fmt(run.rps, 1).padStart(9)} req/s  p50 ${fmt(run.p50).padStart(8)} ms  p99 ${fmt(run.p99).padStart(8)} ms`,
+      );
       if (who !== "sockets") continue;
       // Every write made by the account, whatever its answer's timing, is one frame on every socket.
       await until(() => sockets.every((socket, s) => socket.count - before[s]! >= run.requests), 10_000);
@@ -174,7 +208,11 @@ export function liveUpdates(signIn: (ctx: Context, account: "writer" | "quiet") 
   return {
     key: "live",
     async run(ctx) {
-      const [holder, writer, quiet] = [await signIn(ctx, "writer"), await signIn(ctx, "writer"), await signIn(ctx, "quiet")];
+      const [holder, writer, quiet] = [
+        await signIn(ctx, "writer"),
+        await signIn(ctx, "writer"),
+        await signIn(ctx, "quiet"),
+      ];
       const sockets = await openSockets(ctx, "appPrivate", holder);
       const counted = await openSockets(ctx, "countingPrivate", holder);
       ctx.log(`  ${sockets.length} + ${counted.length} sockets open (the real build's hub, the counting build's)`);
@@ -185,17 +223,42 @@ export function liveUpdates(signIn: (ctx: Context, account: "writer" | "quiet") 
         const load = await throughputWith(ctx, sockets, writer, quiet);
         const rps = (r: { rps: number }[]) => median(r.map((x) => x.rps));
         const ratios = load.runs.sockets.map((run, i) => run.rps / load.runs.none[i]!.rps);
-        const row = (what: string, figure: string, data?: unknown): Row => ({ table: LIVE, key: "live", cells: [what, figure], data });
+        const row = (what: string, figure: string, data?: unknown): Row => ({
+          table: LIVE,
+          key: "live",
+          cells: [what, figure],
+          data,
+        });
         const rows = [
-          row(`answer → frame, each of ${sockets.length} sockets, ${delays?.last.length ?? 0} writes: p50 / p99 ms`, delays ? `${fmt(percentile(delays.all, 50))} / ${fmt(percentile(delays.all, 99))}` : "-", delays),
-          row("answer → frame on the last socket to hear, per write: p50 / p99 ms", delays ? `${fmt(percentile(delays.last, 50))} / ${fmt(percentile(delays.last, 99))}` : "-"),
+          row(
+            `answer → frame, each of ${sockets.length} sockets, ${delays?.last.length ?? 0} writes: p50 / p99 ms`,
+            delays ? `${fmt(percentile(delays.all, 50))} / ${fmt(percentile(delays.all, 99))}` : "-",
+            delays,
+          ),
+          row(
+            "answer → frame on the last socket to hear, per write: p50 / p99 ms",
+            delays ? `${fmt(percentile(delays.last, 50))} / ${fmt(percentile(delays.last, 99))}` : "-",
+          ),
           row("Durable Object requests per write (the poke)", fmt(perWrite), perWrite),
-          row("CPU per write, hub off (the write path before live updates), ms", cpu ? spread(cpu.off) : "not measured", cpu),
+          row(
+            "CPU per write, hub off (the write path before live updates), ms",
+            cpu ? spread(cpu.off) : "not measured",
+            cpu,
+          ),
           row("CPU per write, to a hub without sockets, ms", cpu ? spread(cpu.none) : "-"),
           row(`CPU per write, to the hub with ${counted.length} sockets, ms`, cpu ? spread(cpu.sockets) : "-"),
-          row(`POST /notes req/s, the account with ${sockets.length} sockets / without (p50 ms)`, `${fmt(rps(load.runs.sockets), 1)} (${fmt(median(load.runs.sockets.map((r) => r.p50)))}) / ${fmt(rps(load.runs.none), 1)} (${fmt(median(load.runs.none.map((r) => r.p50)))})`, load.runs),
+          row(
+            `POST /notes req/s, the account with ${sockets.length} sockets / without (p50 ms)`,
+            `${fmt(rps(load.runs.sockets), 1)} (${fmt(median(load.runs.sockets.map((r) => r.p50)))}) / ${fmt(rps(load.runs.none), 1)} (${fmt(median(load.runs.none.map((r) => r.p50)))})`,
+            load.runs,
+          ),
           row("with sockets / without (lowest–highest pair)", spread(ratios), ratios),
-          row("frames delivered under load (every write to every socket)", load.expected ? `${fmt((100 * load.delivered) / load.expected)} % of ${load.expected.toLocaleString("en-US")}` : "-"),
+          row(
+            "frames delivered under load (every write to every socket)",
+            load.expected
+              ? `${fmt((100 * load.delivered) / load.expected)} % of ${load.expected.toLocaleString("en-US")}`
+              : "-",
+          ),
         ];
         for (const r of rows) ctx.log(`  ${r.cells[0]}: ${r.cells[1]}`);
         return rows;

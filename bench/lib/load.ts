@@ -42,7 +42,13 @@ export function median(values: number[]): number {
 const JSON_HEADERS = { "content-type": "application/json" };
 
 /** `connections` connections for `seconds`, each request made by `request()`. */
-export function runLoad(url: string, connections: number, seconds: number, request: RequestFactory, expectStatus: number): Promise<RunStats> {
+export function runLoad(
+  url: string,
+  connections: number,
+  seconds: number,
+  request: RequestFactory,
+  expectStatus: number,
+): Promise<RunStats> {
   const latencies: number[] = [];
   let unexpected = 0;
   return new Promise((resolve, reject) => {
@@ -104,14 +110,23 @@ export function send(baseUrl: string, spec: RequestSpec, timeoutMs = 120_000): P
     const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
     const headers = { ...(body ? { ...JSON_HEADERS, "content-length": String(body.length) } : {}), ...spec.headers };
     const started = performance.now();
-    const req = httpRequest(new URL(spec.path, baseUrl), { method: spec.method, agent, headers, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("error", reject);
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, ms: performance.now() - started, headers: res.headers, body: Buffer.concat(chunks).toString() }),
-      );
-    });
+    const req = httpRequest(
+      new URL(spec.path, baseUrl),
+      { method: spec.method, agent, headers, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", reject);
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ms: performance.now() - started,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`${spec.method} ${spec.path}: no answer within ${timeoutMs} ms`)));
     req.on("error", reject);
     req.end(body);

@@ -4,7 +4,15 @@
  * table; the report prints each table once, with the rows of every scenario that filled it.
  */
 import { cpuNanoseconds } from "./cpu.ts";
-import { median, runLoad, send, type RequestFactory, type RequestSpec, type RunStats, type SingleResult } from "./load.ts";
+import {
+  median,
+  runLoad,
+  send,
+  type RequestFactory,
+  type RequestSpec,
+  type RunStats,
+  type SingleResult,
+} from "./load.ts";
 import type { Options } from "./options.ts";
 import type { Runtime, WorkerName } from "./runtime.ts";
 
@@ -39,10 +47,14 @@ export interface Scenario {
 }
 
 export const fmt = (n: number | undefined, digits = 2) =>
-  n !== undefined && Number.isFinite(n) ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "-";
+  n !== undefined && Number.isFinite(n)
+    ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : "-";
 /** "0.97 (0.74–1.08)": the median and the lowest and highest value. */
 export const spread = (values: number[], digits = 2) =>
-  values.length ? `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})` : "-";
+  values.length
+    ? `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})`
+    : "-";
 
 // Throughput under load, ours against a floor
 
@@ -52,8 +64,16 @@ export const THROUGHPUT: Table = {
     "autocannon over loopback; per scenario a warm-up of each side, then pairs of runs, one of ours and one of the floor, " +
     "the order alternating from pair to pair. req/s and latencies are medians over the runs; ours/floor is our req/s over " +
     "the floor's in each pair: the median over the pairs, and the lowest and highest pair. D1 round trips are counted by " +
-    "bench/counting-entry.ts over sequential requests (\"1 + 2 streamed\": before the answer, and while a list's body streams).",
-  columns: ["Scenario", "ours req/s", "floor req/s", "ours p50 / p99 ms", "floor p50 / p99 ms", "D1 round trips", "ours/floor (lowest–highest pair)"],
+    'bench/counting-entry.ts over sequential requests ("1 + 2 streamed": before the answer, and while a list\'s body streams).',
+  columns: [
+    "Scenario",
+    "ours req/s",
+    "floor req/s",
+    "ours p50 / p99 ms",
+    "floor p50 / p99 ms",
+    "D1 round trips",
+    "ours/floor (lowest–highest pair)",
+  ],
 };
 
 export interface ThroughputSpec {
@@ -74,7 +94,11 @@ type Checked = ThroughputSpec & Required<Pick<ThroughputSpec, "expectStatus" | "
 function shapeOf(body: string): string {
   const value = JSON.parse(body) as unknown;
   const one: unknown = Array.isArray(value) ? (value as unknown[])[0] : value;
-  return typeof one === "object" && one !== null ? Object.entries(one).map(([k, v]) => `${k}:${typeof v}`).join(",") : typeof one;
+  return typeof one === "object" && one !== null
+    ? Object.entries(one)
+        .map(([k, v]) => `${k}:${typeof v}`)
+        .join(",")
+    : typeof one;
 }
 
 /** One request to ours and to the floor: the statuses, and the JSON compared. */
@@ -82,17 +106,28 @@ async function checkAnswers(ctx: Context, s: Checked, ours: string, floor: strin
   const spec = s.request();
   const a = await send(ours, spec);
   const b = await send(floor, s.compare === "equal" ? spec : s.request());
-  for (const [who, answer] of [["ours", a], ["the floor", b]] as const) {
-    if (answer.status !== s.expectStatus) ctx.fail(`${s.label}: ${who} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  for (const [who, answer] of [
+    ["ours", a],
+    ["the floor", b],
+  ] as const) {
+    if (answer.status !== s.expectStatus)
+      ctx.fail(`${s.label}: ${who} answered ${answer.status}: ${answer.body.slice(0, 200)}`);
   }
   if (a.status !== s.expectStatus || b.status !== s.expectStatus) return;
-  const same = s.compare === "equal" ? JSON.stringify(JSON.parse(a.body)) === JSON.stringify(JSON.parse(b.body)) : shapeOf(a.body) === shapeOf(b.body);
-  if (!same) ctx.fail(`${s.label}: ours and the floor answered different JSON: ${a.body.slice(0, 150)} vs ${b.body.slice(0, 150)}`);
+  const same =
+    s.compare === "equal"
+      ? JSON.stringify(JSON.parse(a.body)) === JSON.stringify(JSON.parse(b.body))
+      : shapeOf(a.body) === shapeOf(b.body);
+  if (!same)
+    ctx.fail(
+      `${s.label}: ours and the floor answered different JSON: ${a.body.slice(0, 150)} vs ${b.body.slice(0, 150)}`,
+    );
 }
 
 /** D1 round trips per request, from sequential requests to the counting build: before the answer, and late. */
 async function countRoundTrips(ctx: Context, s: Checked, url: string): Promise<{ before: number[]; late: number }> {
-  const stats = async () => JSON.parse((await send(url, { method: "GET", path: "/__bench/d1-stats" })).body) as { late: number };
+  const stats = async () =>
+    JSON.parse((await send(url, { method: "GET", path: "/__bench/d1-stats" })).body) as { late: number };
   const start = await stats();
   const before: number[] = [];
   const requests = ctx.opts.smoke ? 3 : 10;
@@ -111,14 +146,18 @@ export function throughput(spec: ThroughputSpec): Scenario {
     async run(ctx) {
       const { rt, opts } = ctx;
       await s.setup?.(ctx);
-      const urls = { ours: rt.urls[s.private ? "appPrivate" : "app"], floor: rt.urls[s.private ? "floorAuth" : "floor"] };
+      const urls = {
+        ours: rt.urls[s.private ? "appPrivate" : "app"],
+        floor: rt.urls[s.private ? "floorAuth" : "floor"],
+      };
       await checkAnswers(ctx, s, urls.ours, urls.floor);
       const d1 = await countRoundTrips(ctx, s, rt.urls[s.private ? "countingPrivate" : "counting"]);
       const first = Math.max(...d1.before);
       const d1Cell = d1.late ? `${fmt(first + d1.late, 0)} = ${first} + ${fmt(d1.late, 0)} streamed` : String(first);
       ctx.log(`  D1 round trips per request: ${d1Cell}`);
 
-      const load = (who: "ours" | "floor", seconds: number) => runLoad(urls[who], opts.connections, seconds, s.request, s.expectStatus);
+      const load = (who: "ours" | "floor", seconds: number) =>
+        runLoad(urls[who], opts.connections, seconds, s.request, s.expectStatus);
       await load("ours", opts.warmup);
       await load("floor", opts.warmup);
       const runs: Record<"ours" | "floor", RunStats[]> = { ours: [], floor: [] };
@@ -127,8 +166,13 @@ export function throughput(spec: ThroughputSpec): Scenario {
         for (const who of pair % 2 ? (["ours", "floor"] as const) : (["floor", "ours"] as const)) {
           const run = await load(who, opts.duration);
           runs[who].push(run);
-          ctx.log(`  ${who.padEnd(5)} ${pair}/${opts.pairs} ${fmt(run.rps, 1).padStart(9)} req/s  p50 ${fmt(run.p50).padStart(8)} ms  p99 ${fmt(run.p99).padStart(8)} ms`);
-          if (run.errors || run.unexpected) ctx.fail(`${s.label}, ${who}: ${run.errors} errors, ${run.unexpected} answers other than ${s.expectStatus}`);
+          ctx.log(
+            `  ${who.padEnd(5)} ${pair}/${opts.pairs} ${fmt(run.rps, 1).padStart(9)} req/s  p50 ${fmt(run.p50).padStart(8)} ms  p99 ${fmt(run.p99).padStart(8)} ms`,
+          );
+          if (run.errors || run.unexpected)
+            ctx.fail(
+              `${s.label}, ${who}: ${run.errors} errors, ${run.unexpected} answers other than ${s.expectStatus}`,
+            );
         }
       }
       const ratios = runs.ours.map((o, i) => o.rps / runs.floor[i]!.rps);
@@ -139,7 +183,15 @@ export function throughput(spec: ThroughputSpec): Scenario {
         {
           table: THROUGHPUT,
           key: s.key,
-          cells: [s.label, rps(runs.ours), rps(runs.floor), latency(runs.ours), latency(runs.floor), d1Cell, spread(ratios)],
+          cells: [
+            s.label,
+            rps(runs.ours),
+            rps(runs.floor),
+            latency(runs.ours),
+            latency(runs.floor),
+            d1Cell,
+            spread(ratios),
+          ],
           data: { ...runs, ratios, d1 },
         },
       ];
@@ -177,7 +229,12 @@ export interface CpuSpec {
 }
 
 /** Milliseconds of workerd CPU per request over `count` requests in a row. */
-export async function cpuPerRequest(ctx: Context, worker: WorkerName, count: number, c: { label: string; expectStatus: number; next: CpuSpec["next"] }): Promise<number> {
+export async function cpuPerRequest(
+  ctx: Context,
+  worker: WorkerName,
+  count: number,
+  c: { label: string; expectStatus: number; next: CpuSpec["next"] },
+): Promise<number> {
   let previous: SingleResult | undefined;
   const before = cpuNanoseconds(ctx.pids);
   for (let i = 0; i < count; i++) {
@@ -190,7 +247,11 @@ export async function cpuPerRequest(ctx: Context, worker: WorkerName, count: num
   return (cpuNanoseconds(ctx.pids) - before) / count / 1e6;
 }
 
-export const EMPTY = { label: "empty worker", expectStatus: 200, next: (): RequestSpec => ({ method: "GET", path: "/" }) };
+export const EMPTY = {
+  label: "empty worker",
+  expectStatus: 200,
+  next: (): RequestSpec => ({ method: "GET", path: "/" }),
+};
 
 export function cpu(spec: CpuSpec): Scenario {
   const c = { ours: "app", expectStatus: 200, ...spec } as const;
@@ -198,7 +259,9 @@ export function cpu(spec: CpuSpec): Scenario {
     key: `cpu:${c.key}`,
     async run(ctx) {
       const requests = ctx.opts.smoke ? Math.max(2, Math.ceil(c.requests / 20)) : c.requests;
-      const row = (cells: string[], data: unknown): Row[] => [{ table: CPU, key: `cpu:${c.key}`, cells: [c.label, ...cells], data }];
+      const row = (cells: string[], data: unknown): Row[] => [
+        { table: CPU, key: `cpu:${c.key}`, cells: [c.label, ...cells], data },
+      ];
       if (!ctx.pids.length) return row(["-", "not measured: no workerd found in /proc", "-"], undefined);
       await c.setup?.(ctx);
       const ours: number[] = [];

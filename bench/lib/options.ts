@@ -31,7 +31,9 @@ function positive(name: string, raw: string | undefined, fallback: number, integ
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new Error(`--${name} must be a positive ${integer ? "integer" : "number"}, got ${JSON.stringify(raw)}\n\n${USAGE}`);
+    throw new Error(
+      `--${name} must be a positive ${integer ? "integer" : "number"}, got ${JSON.stringify(raw)}\n\n${USAGE}`,
+    );
   }
   return value;
 }
@@ -64,7 +66,10 @@ export function readOptions(argv: string[], benchDir: string): Options {
     pairs: positive("pairs", values.pairs, smoke ? 1 : 5, true),
     baseNotes: smoke ? 20 : 1_000,
     listSizes: smoke ? [20, 1_200] : [100, 10_000],
-    only: values.only?.split(",").map((key) => key.trim()).filter(Boolean),
+    only: values.only
+      ?.split(",")
+      .map((key) => key.trim())
+      .filter(Boolean),
     outDir: values.out ?? `${benchDir}/.results`,
   };
 }

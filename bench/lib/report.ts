@@ -49,11 +49,17 @@ export function markdown({ meta, rows, logs, failures }: Results): string {
   ];
   for (const [table, tableRows] of tables(rows)) {
     out.push("", `## ${table.title}`, "", table.about, "");
-    out.push(`| ${table.columns.map(cell).join(" | ")} |`, `|${table.columns.map((_, i) => (i ? "---:" : "---")).join("|")}|`);
+    out.push(
+      `| ${table.columns.map(cell).join(" | ")} |`,
+      `|${table.columns.map((_, i) => (i ? "---:" : "---")).join("|")}|`,
+    );
     for (const row of tableRows) out.push(`| ${row.cells.map(cell).join(" | ")} |`);
   }
   const logLevels = Object.entries(logs.byLevel).map(([level, n]) => `${n} ${level}`);
-  out.push("", `Worker log lines: ${logLevels.join(", ") || "none"}.${logs.errors.length ? ` First errors: ${logs.errors.join(" / ")}` : ""}`);
+  out.push(
+    "",
+    `Worker log lines: ${logLevels.join(", ") || "none"}.${logs.errors.length ? ` First errors: ${logs.errors.join(" / ")}` : ""}`,
+  );
   if (failures.length) out.push("", "## Failures", "", ...failures.map((f) => `- ${f}`));
   out.push("", "## Settings", "", "```json", JSON.stringify(meta.settings, null, 2), "```", "");
   return out.join("\n");

@@ -53,12 +53,20 @@ interface WranglerConfig {
   userConfigPath?: string;
   secrets?: unknown;
 }
-type WorkerOptions = Record<string, unknown> & { compatibilityDate?: string; compatibilityFlags?: string[]; d1Databases?: Record<string, unknown> };
+type WorkerOptions = Record<string, unknown> & {
+  compatibilityDate?: string;
+  compatibilityFlags?: string[];
+  d1Databases?: Record<string, unknown>;
+};
 const readConfig = unstable_readConfig as unknown as (args: { config: string }) => WranglerConfig;
-const getWorkerOptions = unstable_getMiniflareWorkerOptions as unknown as (config: WranglerConfig) => { workerOptions: WorkerOptions };
+const getWorkerOptions = unstable_getMiniflareWorkerOptions as unknown as (config: WranglerConfig) => {
+  workerOptions: WorkerOptions;
+};
 
-const moduleType = (path: string) => (/\.m?js$/.test(path) ? "ESModule" : path.endsWith(".wasm") ? "CompiledWasm" : path.endsWith(".bin") ? "Data" : "Text");
-const modulesOf = (bundle: Bundle) => bundle.modules.map((path) => ({ type: moduleType(path), path: basename(path), contents: readFileSync(path) }));
+const moduleType = (path: string) =>
+  /\.m?js$/.test(path) ? "ESModule" : path.endsWith(".wasm") ? "CompiledWasm" : path.endsWith(".bin") ? "Data" : "Text";
+const modulesOf = (bundle: Bundle) =>
+  bundle.modules.map((path) => ({ type: moduleType(path), path: basename(path), contents: readFileSync(path) }));
 
 export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
   const config = readConfig({ config: join(input.root, "wrangler.toml") });
@@ -67,10 +75,15 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
   process.on("exit", removeDir);
   // Pretend the config lives in a directory without .dev.vars or .env, so wrangler reads neither.
-  const { workerOptions } = getWorkerOptions({ ...config, userConfigPath: join(dir, "wrangler.toml"), secrets: undefined });
+  const { workerOptions } = getWorkerOptions({
+    ...config,
+    userConfigPath: join(dir, "wrangler.toml"),
+    secrets: undefined,
+  });
 
   const vars: Record<string, string> = {};
-  for (const [name, value] of Object.entries(config.vars ?? {})) vars[name] = typeof value === "string" ? value : JSON.stringify(value);
+  for (const [name, value] of Object.entries(config.vars ?? {}))
+    vars[name] = typeof value === "string" ? value : JSON.stringify(value);
   Object.assign(vars, input.vars);
   delete vars.MAIL_EMAIL;
   delete vars.MAIL_APP_PASSWORD;
@@ -105,9 +118,22 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
         { ...ours, name: "appPrivate", bindings: privateVars, modules: modulesOf(input.app) },
         { ...ours, name: "counting", bindings: vars, modules: modulesOf(input.counting) },
         { ...ours, name: "countingPrivate", bindings: privateVars, modules: modulesOf(input.counting) },
-        { ...bare, name: "floor", modules: esm("floor-worker.js", readFileSync(join(input.root, "bench/floor-worker.js"))) },
-        { ...bare, name: "floorAuth", bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY }, modules: esm("floor-auth-worker.js", readFileSync(join(input.root, "bench/floor-auth-worker.js"))) },
-        { ...bare, name: "empty", modules: esm("empty.js", 'export default { fetch() { return new Response(""); } };') },
+        {
+          ...bare,
+          name: "floor",
+          modules: esm("floor-worker.js", readFileSync(join(input.root, "bench/floor-worker.js"))),
+        },
+        {
+          ...bare,
+          name: "floorAuth",
+          bindings: { JWT_SECRET_KEY: vars.JWT_SECRET_KEY },
+          modules: esm("floor-auth-worker.js", readFileSync(join(input.root, "bench/floor-auth-worker.js"))),
+        },
+        {
+          ...bare,
+          name: "empty",
+          modules: esm("empty.js", 'export default { fetch() { return new Response(""); } };'),
+        },
       ],
     } as Parameters<typeof convertV4MiniflareOptions>[0]),
   );
@@ -127,15 +153,26 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
     }
     const db = (await mf.getD1Database("DB", "app")) as unknown as D1Like;
     // What `wrangler d1 migrations apply` would apply: every .sql file in name order, split by wrangler's splitter.
-    const migrationsDir = join(input.root, config.d1_databases.find((d) => d.binding === "DB")?.migrations_dir ?? "migrations");
-    const migrations = readdirSync(migrationsDir).filter((name) => name.endsWith(".sql")).sort();
+    const migrationsDir = join(
+      input.root,
+      config.d1_databases.find((d) => d.binding === "DB")?.migrations_dir ?? "migrations",
+    );
+    const migrations = readdirSync(migrationsDir)
+      .filter((name) => name.endsWith(".sql"))
+      .sort();
     for (const name of migrations) {
       const statements = unstable_splitSqlQuery(readFileSync(join(migrationsDir, name), "utf8"));
       await db.batch(statements.map((statement) => db.prepare(statement)));
     }
     return {
       urls,
-      sql: async (query, ...params) => (await db.prepare(query).bind(...params).all()).results,
+      sql: async (query, ...params) =>
+        (
+          await db
+            .prepare(query)
+            .bind(...params)
+            .all()
+        ).results,
       migrations,
       settings: {
         compatibilityDate: workerOptions.compatibilityDate,

@@ -54,7 +54,12 @@ export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<
  * what holds on to sessions beyond one request, the live sockets (src/live/hub.ts), to close those whose
  * session has ended.
  */
-export async function liveSessionsAmong(db: Database, userId: number, sessionIds: readonly string[], now: number): Promise<Map<string, number>> {
+export async function liveSessionsAmong(
+  db: Database,
+  userId: number,
+  sessionIds: readonly string[],
+  now: number,
+): Promise<Map<string, number>> {
   if (sessionIds.length === 0) return new Map();
   const rows = await db
     .select({ id: sessions.id, expiresAt: sessions.expiresAt })
@@ -66,7 +71,8 @@ export async function liveSessionsAmong(db: Database, userId: number, sessionIds
 const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));
 
 /** The check of the caller's session, compiled once, bound for this request: batch it with what it authorizes. */
-export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) => compiledSessionCheck(db.$client, { ...caller, now });
+export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) =>
+  compiledSessionCheck(db.$client, { ...caller, now });
 
 /**
  * A compiled statement in its two shapes: for no caller (public notes: the values and `now`), and for a
@@ -94,7 +100,9 @@ export function forCallerOf<Values extends object, Row>(
 }
 
 /** The rows of each statement of a batch, in its order. */
-export type RowsOf<Queries extends readonly Bound<unknown>[]> = { -readonly [K in keyof Queries]: Queries[K] extends Bound<infer Row> ? Row[] : never };
+export type RowsOf<Queries extends readonly Bound<unknown>[]> = {
+  -readonly [K in keyof Queries]: Queries[K] extends Bound<infer Row> ? Row[] : never;
+};
 
 /**
  * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
@@ -105,7 +113,12 @@ export type RowsOf<Queries extends readonly Bound<unknown>[]> = { -readonly [K i
  * Several statements (`queries`) run as one batch, so one transaction, with or without a caller: the rows
  * of each, in order.
  */
-export async function asCaller<Row>(db: Database, caller: AccessClaims | undefined, now: number, query: Bound<Row>): Promise<Row[] | undefined>;
+export async function asCaller<Row>(
+  db: Database,
+  caller: AccessClaims | undefined,
+  now: number,
+  query: Bound<Row>,
+): Promise<Row[] | undefined>;
 export async function asCaller<const Queries extends readonly Bound<unknown>[]>(
   db: Database,
   caller: AccessClaims | undefined,
@@ -124,7 +137,9 @@ export async function asCaller(
     return live!.results.length > 0 ? query.rows(result!) : undefined;
   }
   const statements = query.map((bound) => bound.statement);
-  const results = await db.$client.batch(caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements);
+  const results = await db.$client.batch(
+    caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements,
+  );
   if (caller && results[0]!.results.length === 0) return undefined;
   const own = caller ? results.slice(1) : results;
   return query.map((bound, i) => bound.rows(own[i]!));
@@ -134,7 +149,10 @@ export async function asCaller(
  * The claims of an `Authorization: Bearer <access token>` header, or undefined when there is none or
  * it is not valid. Checks the signature and the claims only; the session is checked in D1 by the handler.
  */
-export async function bearerClaims(authorization: string | undefined, jwtSecret: string | undefined): Promise<AccessClaims | undefined> {
+export async function bearerClaims(
+  authorization: string | undefined,
+  jwtSecret: string | undefined,
+): Promise<AccessClaims | undefined> {
   if (!jwtSecret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot check access tokens");
   const token = /^Bearer +([^ ]+)$/i.exec(authorization ?? "")?.[1];
   return token ? verifyAccessToken(token, jwtSecret).catch(() => undefined) : undefined;

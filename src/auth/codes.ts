@@ -63,7 +63,13 @@ const ofCode = (userId: number, purpose: CodePurpose, code: string) =>
  * at that moment, so a concurrent wrong guess can never be written back out of existence. Returns the
  * account and its code, or nothing when `account` selects no account. Batchable.
  */
-function issueCodeWhere(db: Database, purpose: CodePurpose, now: number, account: SQL | undefined, newEmail: string | null = null) {
+function issueCodeWhere(
+  db: Database,
+  purpose: CodePurpose,
+  now: number,
+  account: SQL | undefined,
+  newEmail: string | null = null,
+) {
   const live = sql`(${oneTimeCodes.attempts} < ${MAX_CODE_ATTEMPTS} AND ${oneTimeCodes.expiresAt} > ${now} AND ${oneTimeCodes.newEmail} IS excluded.new_email)`;
   return db
     .insert(oneTimeCodes)
@@ -95,7 +101,10 @@ function issueCodeWhere(db: Database, purpose: CodePurpose, now: number, account
     .returning({ userId: oneTimeCodes.userId, code: oneTimeCodes.code });
 }
 
-/** issueCodeWhere for the account `to`: the code of a registration, whose mail the new account's row has already claimed. */
+/**
+ * issueCodeWhere for the account `to`: the code of a registration, whose mail the new account's row has already
+ * claimed.
+ */
 export function issueCode(db: Database, purpose: CodePurpose, now: number, to: CodeAccount) {
   return issueCodeWhere(db, purpose, now, accountOf(to));
 }
@@ -122,7 +131,10 @@ export async function codeToMail(
     // Runs in the same transaction right after the claim: the account's last mail is `now` only if the
     // claim went through (or a request of the same millisecond claimed it, and that one mails).
     issueCodeWhere(db, purpose, now, and(account, eq(users.lastMailAt, now)), newEmail),
-    db.select({ lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow }).from(users).where(account),
+    db
+      .select({ lastMailAt: users.lastMailAt, start: users.mailWindowStart, count: users.mailsInWindow })
+      .from(users)
+      .where(account),
   ]);
   if (claimed && issued) return { issued, waitMs: 0 };
   if (!state) return { waitMs: 0 };
@@ -145,10 +157,18 @@ export type CodeClaim =
  * code is compared at most MAX_CODE_ATTEMPTS times, and an account's codes CODE_TRIES_PER_HOUR times an
  * hour. The read batched after it only tells a refusal's reason.
  */
-export async function claimCodeAttempt(db: Database, of: CodeAccount, purpose: CodePurpose, now: number): Promise<CodeClaim> {
+export async function claimCodeAttempt(
+  db: Database,
+  of: CodeAccount,
+  purpose: CodePurpose,
+  now: number,
+): Promise<CodeClaim> {
   const account = accountOf(of);
   const window = claimWindowSql(oneTimeCodes.windowStart, oneTimeCodes.windowAttempts, CODE_TRIES_PER_HOUR, now);
-  const ofThis = and(eq(oneTimeCodes.purpose, purpose), sql`${oneTimeCodes.userId} = (SELECT ${users.id} FROM ${users} WHERE ${account})`);
+  const ofThis = and(
+    eq(oneTimeCodes.purpose, purpose),
+    sql`${oneTimeCodes.userId} = (SELECT ${users.id} FROM ${users} WHERE ${account})`,
+  );
   const [claimed, [state]] = await db.batch([
     db
       .update(oneTimeCodes)

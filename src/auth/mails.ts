@@ -19,17 +19,35 @@ export interface AccountsMailer {
   send(mail: Mail, kind: string, audience: Audience): Promise<void>;
 }
 
-/** The mailer of a request: `client` is the requester's key (lib/client-key.ts), for the cap on mail to unverified addresses. */
-export function mailerOf({ config, db, log }: { config: Config; db: Database; log: Logger }, client = "unknown"): AccountsMailer {
+/**
+ * The mailer of a request: `client` is the requester's key (lib/client-key.ts), for the cap on mail to unverified
+ * addresses.
+ */
+export function mailerOf(
+  { config, db, log }: { config: Config; db: Database; log: Logger },
+  client = "unknown",
+): AccountsMailer {
   return {
     send: (mail, kind, audience) =>
-      sendEmail({ smtp: config.smtp, log, claim: () => claimMailBudget(db, config, log, { kind, audience, client }, Date.now()) }, mail, kind),
+      sendEmail(
+        {
+          smtp: config.smtp,
+          log,
+          claim: () => claimMailBudget(db, config, log, { kind, audience, client }, Date.now()),
+        },
+        mail,
+        kind,
+      ),
   };
 }
 
 /** The spec's mail: registration and resend. */
 export function sendVerificationCode(mailer: AccountsMailer, to: string, code: string): Promise<void> {
-  return mailer.send({ to, subject: "Verify Your Email Address", text: `Your verification code is: ${code}` }, "verification", "unverified");
+  return mailer.send(
+    { to, subject: "Verify Your Email Address", text: `Your verification code is: ${code}` },
+    "verification",
+    "unverified",
+  );
 }
 
 /**
@@ -44,14 +62,22 @@ export function sendPasswordResetCode(
   requestId: string,
   appUrl: string | undefined,
 ): Promise<void> {
-  const link = appUrl && `${appUrl}/reset-password?${new URLSearchParams({ email: to.email, request_id: requestId, code }).toString()}`;
+  const link =
+    appUrl &&
+    `${appUrl}/reset-password?${new URLSearchParams({ email: to.email, request_id: requestId, code }).toString()}`;
   const text = [
     `Your password reset code is: ${code}`,
     `Its request id is: ${requestId}`,
-    link ? `Set a new password here: ${link}` : "Send both with a new password to reset it (POST /auth/reset-password).",
+    link
+      ? `Set a new password here: ${link}`
+      : "Send both with a new password to reset it (POST /auth/reset-password).",
     "If you did not ask for this, ignore this mail: your password stays as it is.",
   ].join("\n");
-  return mailer.send({ to: to.email, subject: "Reset Your Password", text }, "password_reset", to.verified ? "verified" : "unverified");
+  return mailer.send(
+    { to: to.email, subject: "Reset Your Password", text },
+    "password_reset",
+    to.verified ? "verified" : "unverified",
+  );
 }
 
 /** After a reset or a change: passkeys are not touched by either, so the notice says they still sign in. */
@@ -72,7 +98,12 @@ export function sendEmailChangeCode(mailer: AccountsMailer, to: string, code: st
  * To the old address, once the change is done: a link that undoes it (APP_URL's page, or the API's own:
  * account/email-revert.ts), and the token itself for apps.
  */
-export function sendEmailChangedNotice(mailer: AccountsMailer, to: string, newEmail: string, undo: { link: string; token: string }): Promise<void> {
+export function sendEmailChangedNotice(
+  mailer: AccountsMailer,
+  to: string,
+  newEmail: string,
+  undo: { link: string; token: string },
+): Promise<void> {
   const text = [
     `The email address of your account was changed to ${maskEmail(newEmail)}.`,
     `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days: ${undo.link}`,
@@ -83,7 +114,11 @@ export function sendEmailChangedNotice(mailer: AccountsMailer, to: string, newEm
 }
 
 /** To the address an undone change had given the account: it is no longer the account's. */
-export function sendEmailChangeRevertedNotice(mailer: AccountsMailer, to: string, restoredEmail: string): Promise<void> {
+export function sendEmailChangeRevertedNotice(
+  mailer: AccountsMailer,
+  to: string,
+  restoredEmail: string,
+): Promise<void> {
   const text = [
     `The email address of your account was changed back to ${maskEmail(restoredEmail)} with the undo link mailed to that address, so this address no longer signs in.`,
     "Every session was signed out, the password cleared and any second factor or passkey added since the change removed.",
@@ -102,7 +137,8 @@ export function sendMfaEnabledNotice(mailer: AccountsMailer, to: string): Promis
 
 /** Two-factor authentication was turned off. */
 export function sendMfaDisabledNotice(mailer: AccountsMailer, to: string): Promise<void> {
-  const text = "Two-factor authentication is now off for your account, and your other sessions were signed out. If this was not you, reset your password at once.";
+  const text =
+    "Two-factor authentication is now off for your account, and your other sessions were signed out. If this was not you, reset your password at once.";
   return mailer.send({ to, subject: "Two-Factor Authentication Turned Off", text }, "mfa_disabled", "verified");
 }
 

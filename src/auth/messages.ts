@@ -63,7 +63,8 @@ export const AuthMessage = {
   codeRequired: "Code is required.",
   codeString: "Code must be a string.",
   invalidRevertToken: "Invalid or expired revert token.",
-  emailChangeReverted: "Email change undone. Every session was signed out and the password cleared: set a new one with forgot-password.",
+  emailChangeReverted:
+    "Email change undone. Every session was signed out and the password cleared: set a new one with forgot-password.",
   revertAddressTaken: "The old address now belongs to another account.",
   turnstileRequired: "A Turnstile token is required: send it in the cf-turnstile-response field or header.",
   turnstileFailed: "Turnstile verification failed. Please try again.",
@@ -78,11 +79,14 @@ export const AuthMessage = {
   passkeyNameString: "Name must be a string.",
   passkeyNameInvalid: "Name must be 1 to 64 characters, without control characters.",
   passkeyResponseRequired: "response is required: the credential as JSON (what PublicKeyCredential.toJSON() gives).",
-  passkeyResponseInvalid: 'response must be a WebAuthn credential as JSON: id, rawId, type "public-key" and a response object with its base64url fields.',
-  passkeyChallengeRefused: "The challenge is unknown, used, expired, or not one this account was given to add a passkey: ask for new options.",
+  passkeyResponseInvalid:
+    'response must be a WebAuthn credential as JSON: id, rawId, type "public-key" and a response object with its base64url fields.',
+  passkeyChallengeRefused:
+    "The challenge is unknown, used, expired, or not one this account was given to add a passkey: ask for new options.",
   passkeyOriginRefused: "The passkey was made on an origin this server does not accept (WEBAUTHN_ORIGINS).",
   passkeyRpIdRefused: "The passkey was made for another relying party than this server's (WEBAUTHN_RP_ID).",
-  passkeyUserNotVerified: "The authenticator did not verify the user (fingerprint, face or PIN): passkeys here need user verification.",
+  passkeyUserNotVerified:
+    "The authenticator did not verify the user (fingerprint, face or PIN): passkeys here need user verification.",
   passkeyResponseRefused: "The registration response could not be verified.",
   signInAgain: "This account has no password: sign in again, then retry within 10 minutes.",
   // Social sign-in (auth/oauth/, docs/social-sign-in.md).
@@ -105,8 +109,10 @@ export const AuthMessage = {
   invalidIdToken: "Invalid or expired id_token.",
   nonceMismatch: "The nonce does not match the id_token's.",
   providerUnavailable: "The sign-in provider could not be reached. Try again later.",
-  emailNotVouched: "The provider does not vouch for this address (email_verified is not true): no account was made or linked.",
-  accountConflict: "This address is reserved for the account that gave it up, or its account has another identity of this provider.",
+  emailNotVouched:
+    "The provider does not vouch for this address (email_verified is not true): no account was made or linked.",
+  accountConflict:
+    "This address is reserved for the account that gave it up, or its account has another identity of this provider.",
   identityNotLinked: "No identity of this provider is linked to your account.",
   lastWayIn: "This is your account's last way in: set a password (forgot-password) or link another provider first.",
   passwordRequired: "Password is required.",

@@ -17,7 +17,10 @@ const wwwAuthenticate = { "WWW-Authenticate": { description: "`Bearer`", schema:
 
 /** The answers of an accounts endpoint that needs `Authorization: Bearer <access token>`. */
 export const bearerErrors = {
-  "401": { ...text("Missing, invalid or expired access token, or its session has ended", AuthMessage.invalidAccessToken), headers: wwwAuthenticate },
+  "401": {
+    ...text("Missing, invalid or expired access token, or its session has ended", AuthMessage.invalidAccessToken),
+    headers: wwwAuthenticate,
+  },
   "500": text("Unexpected failure", AuthMessage.internalError),
 };
 
@@ -41,7 +44,9 @@ export const passwordChecked = {
       AuthMessage.mfaCodeRequired,
       AuthMessage.invalidMfaCode,
     ),
-    headers: { "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } } },
+    headers: {
+      "WWW-Authenticate": { description: "`Bearer`, with the access-token message", schema: { type: "string" } },
+    },
   },
   "429": throttled(text("Per-client rate limit", AuthMessage.clientThrottled)),
 };
@@ -55,4 +60,7 @@ export const turnstileAnswers = {
 };
 
 /** A new pair of tokens, as a refresh answers. */
-export const tokensAnswer: Json = { description: "A new pair of tokens", content: { "application/json": { schema: ref("Tokens") } } };
+export const tokensAnswer: Json = {
+  description: "A new pair of tokens",
+  content: { "application/json": { schema: ref("Tokens") } },
+};

@@ -47,7 +47,13 @@ export function authArea({ ownedElsewhere, sessionsEnded }: AuthSeams) {
       }),
     )
     .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
-    .use(clientRateLimit((env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }), ["POST"], AuthMessage.clientThrottled))
+    .use(
+      clientRateLimit(
+        (env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }),
+        ["POST"],
+        AuthMessage.clientThrottled,
+      ),
+    )
     .route("/", registration)
     .route("/", sessionRoutes)
     .route("/", recovery)

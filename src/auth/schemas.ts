@@ -62,7 +62,10 @@ function newPassword(required: string, notString: string) {
   return v.pipe(
     anyPassword(required, notString),
     v.check((password) => [...normalizePassword(password)].length >= MIN_PASSWORD_CHARS, AuthMessage.passwordTooShort),
-    v.check((password) => passwordBytes(normalizePassword(password)) <= MAX_PASSWORD_BYTES, AuthMessage.passwordTooLong),
+    v.check(
+      (password) => passwordBytes(normalizePassword(password)) <= MAX_PASSWORD_BYTES,
+      AuthMessage.passwordTooLong,
+    ),
     v.description(
       `At least ${MIN_PASSWORD_CHARS} characters and at most ${MAX_PASSWORD_BYTES} bytes in UTF-8, counted after Unicode NFKC normalization.`,
     ),
@@ -80,7 +83,12 @@ function code(required: string, notString: string) {
 
 /** The Cloudflare Turnstile token, where TURNSTILE_SECRET_KEY asks for one (limits/turnstile.ts). */
 const turnstileToken = v.optional(
-  v.pipe(v.string(AuthMessage.turnstileRequired), v.description("Cloudflare Turnstile's token, when the service asks for one (TURNSTILE_SECRET_KEY); may also come as a header.")),
+  v.pipe(
+    v.string(AuthMessage.turnstileRequired),
+    v.description(
+      "Cloudflare Turnstile's token, when the service asks for one (TURNSTILE_SECRET_KEY); may also come as a header.",
+    ),
+  ),
 );
 
 export const RegisterBody = body({
@@ -98,7 +106,9 @@ export const LoginBody = body({
     v.optional(
       v.pipe(
         v.string(),
-        v.description("The `device_token` of an earlier successful login from this device: judged on this device's own failed logins only."),
+        v.description(
+          "The `device_token` of an earlier successful login from this device: judged on this device's own failed logins only.",
+        ),
       ),
     ),
     undefined,
@@ -135,12 +145,17 @@ export const ResetPasswordBody = body({
 export const stepUpCode = v.optional(
   v.pipe(
     v.string(AuthMessage.codeString),
-    v.description("While two-factor authentication is on: a current code of the authenticator app, or a recovery code."),
+    v.description(
+      "While two-factor authentication is on: a current code of the authenticator app, or a recovery code.",
+    ),
   ),
 );
 
 /** A code of the authenticator app, or a recovery code. */
-const factorCode = v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current 6-digit code of the authenticator app."));
+const factorCode = v.pipe(
+  requiredString(AuthMessage.codeRequired, AuthMessage.codeString),
+  v.description("A current 6-digit code of the authenticator app."),
+);
 
 /**
  * The password a step-up asks for: required of an account that has one (a 400 from the step-up), left out
@@ -150,7 +165,9 @@ function stepUpPassword(required: string, notString: string) {
   return v.optional(
     v.pipe(
       anyPassword(required, notString),
-      v.description("The account's password; an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes."),
+      v.description(
+        "The account's password; an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes.",
+      ),
     ),
   );
 }
@@ -177,14 +194,21 @@ export const TotpCodeBody = body({
 
 export const DisableTotpBody = body({
   password: stepUpPassword(AuthMessage.passwordRequired, AuthMessage.passwordString),
-  code: v.pipe(requiredString(AuthMessage.codeRequired, AuthMessage.codeString), v.description("A current code of the authenticator app, or a recovery code.")),
+  code: v.pipe(
+    requiredString(AuthMessage.codeRequired, AuthMessage.codeString),
+    v.description("A current code of the authenticator app, or a recovery code."),
+  ),
 });
 
-const optionalString = (description: string) => v.optional(v.pipe(v.string(AuthMessage.mfaVerifyStrings), v.description(description)));
+const optionalString = (description: string) =>
+  v.optional(v.pipe(v.string(AuthMessage.mfaVerifyStrings), v.description(description)));
 
 export const MfaVerifyBody = v.pipe(
   body({
-    mfa_token: v.pipe(requiredString(AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings), v.description("The `mfa_token` of the login.")),
+    mfa_token: v.pipe(
+      requiredString(AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings),
+      v.description("The `mfa_token` of the login."),
+    ),
     code: optionalString("A current 6-digit code of the authenticator app."),
     recovery_code: optionalString("One of the recovery codes, instead of `code`."),
   }),

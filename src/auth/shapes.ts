@@ -10,13 +10,21 @@ import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./sessio
  * typed client) and the schemas of /openapi.json both derive from these.
  */
 
-const described = <S extends v.GenericSchema>(schema: S, description: string) => v.pipe(schema, v.description(description));
+const described = <S extends v.GenericSchema>(schema: S, description: string) =>
+  v.pipe(schema, v.description(description));
 const isoTime = (description: string) => v.pipe(v.string(), v.isoTimestamp(), v.description(description));
 
 /** The answer of a refresh: a new pair of tokens. */
 export const Tokens = v.object({
-  token: described(v.string(), "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + " + ACCESS_TOKEN_TTL_SECONDS),
-  refresh_token: described(v.string(), "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh)."),
+  token: described(
+    v.string(),
+    "Access token: HS256 JWT with claims id (the user id, a string), sid (the session), iat, exp = iat + " +
+      ACCESS_TOKEN_TTL_SECONDS,
+  ),
+  refresh_token: described(
+    v.string(),
+    "Opaque; send to POST /auth/refresh for the next pair. Single use (see /auth/refresh).",
+  ),
   expires_in: described(v.pipe(v.number(), v.integer()), `Seconds the access token lives: ${ACCESS_TOKEN_TTL_SECONDS}`),
 });
 export type TokensJson = v.InferOutput<typeof Tokens>;
@@ -37,14 +45,19 @@ export const Session = v.object({
   id: v.string(),
   created_at: isoTime("The login"),
   last_used_at: isoTime("The last login or refresh"),
-  expires_at: isoTime(`${SESSION_IDLE_MS / DAY} days after the last refresh, at most ${SESSION_ABSOLUTE_MS / DAY} days after the login`),
+  expires_at: isoTime(
+    `${SESSION_IDLE_MS / DAY} days after the last refresh, at most ${SESSION_ABSOLUTE_MS / DAY} days after the login`,
+  ),
   user_agent: described(v.nullable(v.string()), `The User-Agent of the login, at most ${USER_AGENT_CHARS} characters`),
   amr: described(
     v.array(v.string()),
     "How the user signed in, as RFC 8176 values: `pwd` (password), `fed` (a sign-in provider), `otp` (a TOTP code), `rec` (a recovery code), `mfa` (two factors), " +
       "`hwk` (a device-bound passkey), `swk` (a synced passkey)",
   ),
-  provider: described(v.nullable(v.string()), "The provider of a social sign-in (`google`, `apple`, `github`, …); null for the other ways in"),
+  provider: described(
+    v.nullable(v.string()),
+    "The provider of a social sign-in (`google`, `apple`, `github`, …); null for the other ways in",
+  ),
   current: described(v.boolean(), "True for the session of the token that asked"),
 });
 export type SessionJson = v.InferOutput<typeof Session>;
@@ -52,7 +65,10 @@ export type SessionJson = v.InferOutput<typeof Session>;
 /** The answer of a login with the right password for an account with a second factor: no session yet. */
 export const MfaChallenge = v.object({
   mfa_required: v.literal(true),
-  mfa_token: described(v.string(), `Opaque: send it to POST /auth/mfa/verify with a code; ${MFA_TOKEN_TRIES} tries, single use`),
+  mfa_token: described(
+    v.string(),
+    `Opaque: send it to POST /auth/mfa/verify with a code; ${MFA_TOKEN_TRIES} tries, single use`,
+  ),
   expires_in: described(v.pipe(v.number(), v.integer()), `Seconds the mfa_token lives: ${MFA_TOKEN_TTL_MS / SECOND}`),
 });
 export type MfaChallengeJson = v.InferOutput<typeof MfaChallenge>;
@@ -75,7 +91,10 @@ export const Me = v.object({
     recovery_codes_remaining: described(v.pipe(v.number(), v.integer()), "Unused recovery codes"),
   }),
   identities: described(v.array(Identity), "The sign-in providers linked to the account, oldest first"),
-  has_password: described(v.boolean(), "False for an account made by a social sign-in (or whose password was cleared) until a password is set with forgot-password"),
+  has_password: described(
+    v.boolean(),
+    "False for an account made by a social sign-in (or whose password was cleared) until a password is set with forgot-password",
+  ),
 });
 export type MeJson = v.InferOutput<typeof Me>;
 
@@ -84,7 +103,10 @@ export const Passkey = v.object({
   id: described(v.string(), "Ours (not the credential id): for PATCH and DELETE /auth/passkeys/{id}"),
   name: described(v.string(), "The name given at registration or since; `Passkey` by default"),
   created_at: isoTime("The registration"),
-  last_used_at: described(v.nullable(v.pipe(v.string(), v.isoTimestamp())), "The last sign-in with it; null before the first"),
+  last_used_at: described(
+    v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+    "The last sign-in with it; null before the first",
+  ),
   backed_up: described(v.boolean(), "The authenticator reports it backed up (a synced passkey) as of its last use"),
 });
 export type PasskeyJson = v.InferOutput<typeof Passkey>;
@@ -104,7 +126,11 @@ export const PasskeyRefusal = v.object({
 export type PasskeyRefusalJson = v.InferOutput<typeof PasskeyRefusal>;
 
 const base64urlText = (description: string) => described(v.string(), `${description}, base64url`);
-const credentialDescriptor = v.object({ id: base64urlText("A credential id"), type: v.literal("public-key"), transports: v.optional(v.array(v.string())) });
+const credentialDescriptor = v.object({
+  id: base64urlText("A credential id"),
+  type: v.literal("public-key"),
+  transports: v.optional(v.array(v.string())),
+});
 
 /** PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3), as the registration options answer it. */
 export const CreationOptions = v.object({
@@ -115,10 +141,20 @@ export const CreationOptions = v.object({
     displayName: described(v.string(), "The account's address"),
   }),
   challenge: base64urlText("32 random bytes, single use"),
-  pubKeyCredParams: described(v.array(v.object({ type: v.literal("public-key"), alg: v.number() })), "ES256 (-7), EdDSA (-8), RS256 (-257)"),
+  pubKeyCredParams: described(
+    v.array(v.object({ type: v.literal("public-key"), alg: v.number() })),
+    "ES256 (-7), EdDSA (-8), RS256 (-257)",
+  ),
   timeout: described(v.number(), "Milliseconds: as long as the challenge lives"),
-  excludeCredentials: described(v.array(credentialDescriptor), "The account's passkeys: an authenticator that holds one makes no second"),
-  authenticatorSelection: v.object({ residentKey: v.literal("required"), requireResidentKey: v.literal(true), userVerification: v.literal("required") }),
+  excludeCredentials: described(
+    v.array(credentialDescriptor),
+    "The account's passkeys: an authenticator that holds one makes no second",
+  ),
+  authenticatorSelection: v.object({
+    residentKey: v.literal("required"),
+    requireResidentKey: v.literal(true),
+    userVerification: v.literal("required"),
+  }),
   attestation: v.literal("none"),
   extensions: v.object({ credProps: v.literal(true) }),
 });
@@ -136,9 +172,15 @@ export type RequestOptionsJson = v.InferOutput<typeof RequestOptions>;
 export const RegistrationOptions = v.object({ options: CreationOptions });
 export const SignInOptions = v.object({ options: RequestOptions });
 
-/** A social sign-in refused after the provider's token checked out (POST /auth/oauth/{provider}/id-token): the web flow's `error` values. */
+/**
+ * A social sign-in refused after the provider's token checked out (POST /auth/oauth/{provider}/id-token): the web
+ * flow's `error` values.
+ */
 export const OAuthRefusal = v.object({
-  error: described(v.picklist(["email_not_verified", "account_conflict"]), "The same value the web flow hands the app as `error`"),
+  error: described(
+    v.picklist(["email_not_verified", "account_conflict"]),
+    "The same value the web flow hands the app as `error`",
+  ),
   error_description: v.string(),
 });
 export type OAuthRefusalJson = v.InferOutput<typeof OAuthRefusal>;

@@ -43,7 +43,10 @@ export interface Config {
   mailDailyLimit: number;
   /** MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: mails to unverified addresses one client may cause in an hour. */
   mailUnverifiedClientHourlyLimit: number;
-  /** Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. Also the pages that may open the live socket. */
+  /**
+   * Origins allowed cross-origin access (CORS_ORIGINS, comma-separated); empty: none. Also the pages that may open the
+   * live socket.
+   */
   corsOrigins: string[];
   /** LIVE_SOCKETS_PER_ACCOUNT: live-updates sockets one account may hold open (src/live/); a ticket beyond is a 429. */
   liveSocketsPerAccount: number;
@@ -69,10 +72,11 @@ export interface Config {
   androidApps: AndroidApp[] | Unavailable;
   /** APPLE_APP_IDS (`TEAMID.bundle.id`), for /.well-known/apple-app-site-association: empty when unset. */
   appleApps: string[] | Unavailable;
-  /** Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to; or why it is unavailable. */
+  /**
+   * Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to; or why it is unavailable.
+   */
   oauth: OAuthConfig | Unavailable;
 }
-
 
 /** Secrets a deployment may set but need not (wrangler.toml's `[secrets] required` lists the others). */
 export interface OptionalSecrets {
@@ -100,14 +104,24 @@ export function readConfig(env: Env & OptionalSecrets): Config {
   return {
     bcryptCost: intSetting("BCRYPT_COST", env.BCRYPT_COST, 10, 4, 31),
     jwtSecret: nonEmpty(env.JWT_SECRET_KEY),
-    mfaKeys: [nonEmpty(env.MFA_ENCRYPTION_KEY) ?? nonEmpty(env.JWT_SECRET_KEY), nonEmpty(env.MFA_ENCRYPTION_KEY_PREVIOUS)].filter((key) => key !== undefined),
+    mfaKeys: [
+      nonEmpty(env.MFA_ENCRYPTION_KEY) ?? nonEmpty(env.JWT_SECRET_KEY),
+      nonEmpty(env.MFA_ENCRYPTION_KEY_PREVIOUS),
+    ].filter((key) => key !== undefined),
     notesAuth: choice("NOTES_AUTH", env.NOTES_AUTH, ["off", "required"] as const, "off"),
     clientRateLimits: nonEmpty(env.RATE_LIMITS)?.toLowerCase() !== "off",
-    notesRequireIfMatch: choice("NOTES_REQUIRE_IF_MATCH", env.NOTES_REQUIRE_IF_MATCH, ["false", "true"] as const, "false") === "true",
+    notesRequireIfMatch:
+      choice("NOTES_REQUIRE_IF_MATCH", env.NOTES_REQUIRE_IF_MATCH, ["false", "true"] as const, "false") === "true",
     failedCodeHourlyLimit: intSetting("FAILED_CODE_HOURLY_LIMIT", env.FAILED_CODE_HOURLY_LIMIT, 2000, 1, 1_000_000_000),
     mailHourlyLimit: intSetting("MAIL_HOURLY_LIMIT", env.MAIL_HOURLY_LIMIT, 40, 1, 1_000_000_000),
     mailDailyLimit: intSetting("MAIL_DAILY_LIMIT", env.MAIL_DAILY_LIMIT, 240, 1, 1_000_000_000),
-    mailUnverifiedClientHourlyLimit: intSetting("MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT", env.MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT, 10, 1, 1_000_000_000),
+    mailUnverifiedClientHourlyLimit: intSetting(
+      "MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT",
+      env.MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT,
+      10,
+      1,
+      1_000_000_000,
+    ),
     liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),

@@ -21,7 +21,9 @@ export function appUrl(raw: string | undefined): string | undefined {
 /** Turnstile's siteverify endpoint. */
 const TURNSTILE_VERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
 
-export function turnstileOf(env: Env & { TURNSTILE_SECRET_KEY?: string }): { secret: string; verifyUrl: string } | undefined {
+export function turnstileOf(
+  env: Env & { TURNSTILE_SECRET_KEY?: string },
+): { secret: string; verifyUrl: string } | undefined {
   const secret = nonEmpty(env.TURNSTILE_SECRET_KEY);
   if (secret === undefined) return undefined;
   const verifyUrl = nonEmpty(env.TURNSTILE_VERIFY_URL) ?? TURNSTILE_VERIFY_URL;

@@ -9,11 +9,15 @@ export interface WebAuthnConfig {
   rpId: string;
   /** WEBAUTHN_RP_NAME: the name authenticators show; MAIL_FROM_NAME's value by default. */
   rpName: string;
-  /** WEBAUTHN_ORIGINS: the origins accepted in clientDataJSON (web origins, and native apps' `android:apk-key-hash:…`). */
+  /**
+   * WEBAUTHN_ORIGINS: the origins accepted in clientDataJSON (web origins, and native apps' `android:apk-key-hash:…`).
+   */
   origins: string[];
 }
 
-/** An Android app allowed to use this domain's passkeys: its package and its signing certificates' SHA-256 fingerprints. */
+/**
+ * An Android app allowed to use this domain's passkeys: its package and its signing certificates' SHA-256 fingerprints.
+ */
 export interface AndroidApp {
   packageName: string;
   /** `AB:CD:…`, 32 bytes in upper-case hex. */
@@ -33,7 +37,9 @@ export function androidApps(raw: string | undefined): AndroidApp[] {
     const at = item.indexOf(":");
     const [packageName, fingerprint] = [item.slice(0, at), item.slice(at + 1).toUpperCase()];
     if (at < 0 || !ANDROID_PACKAGE.test(packageName) || !FINGERPRINT.test(fingerprint)) {
-      throw new ConfigError(`ANDROID_APP_FINGERPRINTS: "${item}" is not package:SHA256_FINGERPRINT (com.example.app:AB:CD:… with 32 hex pairs)`);
+      throw new ConfigError(
+        `ANDROID_APP_FINGERPRINTS: "${item}" is not package:SHA256_FINGERPRINT (com.example.app:AB:CD:… with 32 hex pairs)`,
+      );
     }
     apps.set(packageName, [...(apps.get(packageName) ?? []), fingerprint]);
   }
@@ -43,14 +49,20 @@ export function androidApps(raw: string | undefined): AndroidApp[] {
 export function appleApps(raw: string | undefined): string[] {
   const ids = list(raw);
   const wrong = ids.find((id) => !APPLE_APP_ID.test(id));
-  if (wrong) throw new ConfigError(`APPLE_APP_IDS: "${wrong}" is not TEAMID.bundle.id (a 10-character team id, a dot, the bundle id)`);
+  if (wrong)
+    throw new ConfigError(
+      `APPLE_APP_IDS: "${wrong}" is not TEAMID.bundle.id (a 10-character team id, a dot, the bundle id)`,
+    );
   return ids;
 }
 
 /** The origin Android apps signed with `fingerprint` put in clientDataJSON. */
 function apkKeyHash(fingerprint: string): string {
   const bytes = Uint8Array.from(fingerprint.split(":"), (pair) => Number.parseInt(pair, 16));
-  return `android:apk-key-hash:${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  return `android:apk-key-hash:${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
 }
 
 /** A web origin of the relying party (https on the RP ID or a subdomain; http only on localhost), or a native app's. */
@@ -66,12 +78,23 @@ export function webauthnSettings(env: Env): WebAuthnConfig {
   const rpId = nonEmpty(env.WEBAUTHN_RP_ID);
   if (!rpId) throw new ConfigError("WEBAUTHN_RP_ID is not set");
   if (!DNS_NAME.test(rpId) || /^[0-9.]+$/.test(rpId)) {
-    throw new ConfigError("WEBAUTHN_RP_ID must be a domain name in lower case (example.com), without scheme, port or path");
+    throw new ConfigError(
+      "WEBAUTHN_RP_ID must be a domain name in lower case (example.com), without scheme, port or path",
+    );
   }
-  const fallback = rpId === "localhost" ? [DEV_ORIGIN] : [`https://${rpId}`, ...androidApps(env.ANDROID_APP_FINGERPRINTS).flatMap((app) => app.fingerprints.map(apkKeyHash))];
+  const fallback =
+    rpId === "localhost"
+      ? [DEV_ORIGIN]
+      : [
+          `https://${rpId}`,
+          ...androidApps(env.ANDROID_APP_FINGERPRINTS).flatMap((app) => app.fingerprints.map(apkKeyHash)),
+        ];
   const origins = env.WEBAUTHN_ORIGINS?.trim() ? list(env.WEBAUTHN_ORIGINS) : fallback;
   const wrong = origins.find((origin) => !acceptableOrigin(origin, rpId));
-  if (wrong) throw new ConfigError(`WEBAUTHN_ORIGINS: "${wrong}" is not https://${rpId} or one of its subdomains (http only for localhost), nor android:apk-key-hash:…`);
+  if (wrong)
+    throw new ConfigError(
+      `WEBAUTHN_ORIGINS: "${wrong}" is not https://${rpId} or one of its subdomains (http only for localhost), nor android:apk-key-hash:…`,
+    );
   return { rpId, rpName: nonEmpty(env.WEBAUTHN_RP_NAME) ?? nonEmpty(env.MAIL_FROM_NAME) ?? APP_NAME, origins };
 }
 

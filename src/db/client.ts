@@ -58,7 +58,9 @@ export function trackedClient(session: D1DatabaseSession): { client: D1Client; a
   return { client, asked: () => asked };
 }
 
-/** Runs any number of statements (none included) in one batch, one transaction: each one's result, as drizzle gives it. */
+/**
+ * Runs any number of statements (none included) in one batch, one transaction: each one's result, as drizzle gives it.
+ */
 export function batchOf(db: Database, statements: BatchItem<"sqlite">[]): Promise<unknown[]> {
   const [first, ...rest] = statements;
   return first ? db.batch([first, ...rest]) : Promise.resolve([]);

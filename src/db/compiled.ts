@@ -62,7 +62,9 @@ export function compile<Values extends object, Row>(
   let compiled: Compiled | undefined;
   return (client, values) => {
     compiled ??= compileQuery(build(builder, placeholders as Placeholders<Values>));
-    const params = compiled.params.map((param) => ("name" in param ? (values as Record<string, unknown>)[param.name] : param.fixed));
+    const params = compiled.params.map((param) =>
+      "name" in param ? (values as Record<string, unknown>)[param.name] : param.fixed,
+    );
     return { statement: client.prepare(compiled.sql).bind(...params), rows: (result) => result.results as Row[] };
   };
 }
@@ -73,7 +75,8 @@ function compileQuery(query: Query<unknown>): Compiled {
     sql: text,
     params: params.map((param) => {
       // A placeholder given as a column's value would need the column's encoding; `p.name` is plain SQL.
-      if (param instanceof Param && param.value instanceof Placeholder) throw new Error(`placeholder "${param.value.name}" used as a column value`);
+      if (param instanceof Param && param.value instanceof Placeholder)
+        throw new Error(`placeholder "${param.value.name}" used as a column value`);
       return param instanceof Placeholder ? { name: String(param.name) } : { fixed: param };
     }),
   };

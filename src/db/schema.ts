@@ -119,7 +119,10 @@ export const emailChangeReverts = sqliteTable(
     createdAt: integer("created_at").notNull().default(0),
     expiresAt: integer("expires_at").notNull(),
   },
-  (table) => [index("email_change_reverts_user_id").on(table.userId), index("email_change_reverts_expires_at").on(table.expiresAt)],
+  (table) => [
+    index("email_change_reverts_user_id").on(table.userId),
+    index("email_change_reverts_expires_at").on(table.expiresAt),
+  ],
 );
 
 /** The kinds of second factor an account can enrol, one of each at most. */
@@ -300,7 +303,10 @@ export const passkeyChallenges = sqliteTable(
     userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
     expiresAt: integer("expires_at").notNull(),
   },
-  (table) => [index("passkey_challenges_user_id").on(table.userId), index("passkey_challenges_expires_at").on(table.expiresAt)],
+  (table) => [
+    index("passkey_challenges_user_id").on(table.userId),
+    index("passkey_challenges_expires_at").on(table.expiresAt),
+  ],
 );
 
 /**
@@ -321,7 +327,10 @@ export const oauthIdentities = sqliteTable(
     email: text("email"),
     createdAt: integer("created_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.issuer, table.subject] }), uniqueIndex("oauth_identities_user_id_provider").on(table.userId, table.provider)],
+  (table) => [
+    primaryKey({ columns: [table.issuer, table.subject] }),
+    uniqueIndex("oauth_identities_user_id_provider").on(table.userId, table.provider),
+  ],
 );
 
 /**
@@ -380,7 +389,10 @@ export const notes = sqliteTable(
     // changes feed. Set by the statement that writes the note; triggers move the owner's clock on.
     revision: integer("revision").notNull().default(0),
   },
-  (table) => [index("notes_user_id_id").on(table.userId, table.id), index("notes_user_id_revision").on(table.userId, table.revision)],
+  (table) => [
+    index("notes_user_id_id").on(table.userId, table.id),
+    index("notes_user_id_revision").on(table.userId, table.revision),
+  ],
 );
 
 /**
@@ -404,7 +416,10 @@ export const noteTombstones = sqliteTable(
     noteId: integer("note_id").notNull(),
     deletedAt: integer("deleted_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.owner, table.seq] }), index("note_tombstones_deleted_at").on(table.deletedAt)],
+  (table) => [
+    primaryKey({ columns: [table.owner, table.seq] }),
+    index("note_tombstones_deleted_at").on(table.deletedAt),
+  ],
 );
 
 /**
@@ -472,7 +487,10 @@ export const liveTickets = sqliteTable(
     expiresAt: integer("expires_at").notNull(),
   },
   // The session's index serves the cascade of every session that ends; expires_at, the hourly clean-up.
-  (table) => [index("live_tickets_session_id").on(table.sessionId), index("live_tickets_expires_at").on(table.expiresAt)],
+  (table) => [
+    index("live_tickets_session_id").on(table.sessionId),
+    index("live_tickets_expires_at").on(table.expiresAt),
+  ],
 );
 
 export type User = typeof users.$inferSelect;

@@ -22,7 +22,10 @@ const jwtKeys = new Map<string, Promise<CryptoKey>>();
 function jwtKey(secret: string): Promise<CryptoKey> {
   let imported = jwtKeys.get(secret);
   if (!imported) {
-    imported = crypto.subtle.importKey("raw", key(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    imported = crypto.subtle.importKey("raw", key(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign",
+      "verify",
+    ]);
     jwtKeys.set(secret, imported);
   }
   return imported;
@@ -45,7 +48,9 @@ const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
 export async function signAccessToken(claims: AccessClaims, secret: string, log?: Logger): Promise<string> {
   if (!shortSecretReported && key(secret).byteLength < MIN_SECRET_BYTES) {
     shortSecretReported = true;
-    log?.warn("jwt_secret_short", { detail: `JWT_SECRET_KEY is shorter than ${MIN_SECRET_BYTES} bytes; use a longer random secret` });
+    log?.warn("jwt_secret_short", {
+      detail: `JWT_SECRET_KEY is shorter than ${MIN_SECRET_BYTES} bytes; use a longer random secret`,
+    });
   }
   const issuedAt = Math.floor(Date.now() / 1000);
   return new SignJWT({ id: String(claims.userId), sid: claims.sessionId })
@@ -62,7 +67,8 @@ const decoder = new TextDecoder();
 
 function claimsOf(payload: Uint8Array): Claims {
   const claims: unknown = JSON.parse(decoder.decode(payload));
-  if (typeof claims !== "object" || claims === null || Array.isArray(claims)) throw new Error("the token's payload is not a JSON object");
+  if (typeof claims !== "object" || claims === null || Array.isArray(claims))
+    throw new Error("the token's payload is not a JSON object");
   return claims;
 }
 
@@ -85,7 +91,8 @@ export async function verifyAccessToken(token: string, secret: string): Promise<
   // With `exp` in the future, this also refuses a token issued longer ago than one lifetime.
   if (exp - iat > ACCESS_TOKEN_TTL_SECONDS) throw new Error("access token lives longer than an access token may");
   if (nbf !== undefined && (typeof nbf !== "number" || nbf > now)) throw new Error("the token is not valid yet (nbf)");
-  if (typeof id !== "string" || !CANONICAL_ID.test(id) || !Number.isSafeInteger(Number(id))) throw new Error("bad id claim");
+  if (typeof id !== "string" || !CANONICAL_ID.test(id) || !Number.isSafeInteger(Number(id)))
+    throw new Error("bad id claim");
   if (typeof sid !== "string" || !SESSION_ID.test(sid)) throw new Error("bad sid claim");
   return { userId: Number(id), sessionId: sid };
 }

@@ -35,8 +35,14 @@ function parseAddress(address: string | undefined): { v4: string } | { v6: numbe
   return { v6: groups };
 }
 
-/** The first `count` groups of an IPv6 address, as a key with its prefix length: `2001:db8:1:2::/64`, `2001:db8:1::/48`. */
-const prefixKey = (groups: number[], count: number) => `${groups.slice(0, count).map((group) => group.toString(16)).join(":")}::/${count * 16}`;
+/**
+ * The first `count` groups of an IPv6 address, as a key with its prefix length: `2001:db8:1:2::/64`, `2001:db8:1::/48`.
+ */
+const prefixKey = (groups: number[], count: number) =>
+  `${groups
+    .slice(0, count)
+    .map((group) => group.toString(16))
+    .join(":")}::/${count * 16}`;
 
 /** clientKey for the value of CF-Connecting-IP. */
 export function clientKeyOf(address: string | undefined): string {

@@ -8,7 +8,15 @@ const corsForAllowedOrigins = cors({
   allowMethods: ["GET", "POST", "PATCH", "DELETE"],
   allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key", "If-Match", "If-None-Match"],
   // Link pages the list and the search; WWW-Authenticate says which scheme a 401 wants.
-  exposeHeaders: ["Retry-After", "X-Request-Id", "X-D1-Bookmark", "Idempotent-Replayed", "Link", "WWW-Authenticate", "ETag"],
+  exposeHeaders: [
+    "Retry-After",
+    "X-Request-Id",
+    "X-D1-Bookmark",
+    "Idempotent-Replayed",
+    "Link",
+    "WWW-Authenticate",
+    "ETag",
+  ],
   maxAge: 600,
 });
 

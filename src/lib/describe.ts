@@ -41,7 +41,11 @@ export function operationOf(handler: unknown): Operation | undefined {
 
 /** A valibot schema as JSON Schema 2020-12 (OpenAPI 3.1's dialect); rules code cannot express are described. */
 export function schemaOf(schema: GenericSchema): Json {
-  const { $schema: _dialect, ...json } = toJsonSchema(schema, { target: "draft-2020-12", typeMode: "input", errorMode: "ignore" }) as Json;
+  const { $schema: _dialect, ...json } = toJsonSchema(schema, {
+    target: "draft-2020-12",
+    typeMode: "input",
+    errorMode: "ignore",
+  }) as Json;
   return json;
 }
 

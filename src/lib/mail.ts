@@ -38,7 +38,12 @@ export async function sendEmail(mailer: Mailer, mail: Mail, kind: string): Promi
     // the same ASCII domain the envelope uses.
     const from = withAsciiDomain(smtp.username);
     const to = withAsciiDomain(mail.to);
-    const message = new Email({ from: { name: smtp.fromName, email: from }, to, subject: mail.subject, text: mail.text });
+    const message = new Email({
+      from: { name: smtp.fromName, email: from },
+      to,
+      subject: mail.subject,
+      text: mail.text,
+    });
     await sendMail(smtp, { from, to, data: message.getEmailData() });
     log.info(`${kind}_mail_sent`, { durationMs: Date.now() - started });
   } catch (err) {

@@ -22,7 +22,10 @@ export interface ClientLimiters {
 }
 
 /** Which limit refuses the request, if one does: the client's first, then (only when it passed) the /48's. */
-async function refusedBy(limiters: ClientLimiters, keys: ReturnType<typeof clientKeys>): Promise<"client" | "network" | undefined> {
+async function refusedBy(
+  limiters: ClientLimiters,
+  keys: ReturnType<typeof clientKeys>,
+): Promise<"client" | "network" | undefined> {
   if (!(await limiters.client.limit({ key: keys.client })).success) return "client";
   if (keys.network !== undefined && !(await limiters.network.limit({ key: keys.network })).success) return "network";
   return undefined;

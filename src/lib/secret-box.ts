@@ -47,7 +47,9 @@ export async function open(box: string, secrets: readonly string[]): Promise<Uin
     const candidate = await keyOf(secret);
     if (candidate.id !== id) continue;
     try {
-      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, candidate.key, fromBase64url(data)));
+      return new Uint8Array(
+        await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, candidate.key, fromBase64url(data)),
+      );
     } catch {
       return undefined;
     }

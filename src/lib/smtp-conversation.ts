@@ -115,4 +115,3 @@ export class SmtpConversation {
     this.socket.close().catch(() => {});
   }
 }
-

@@ -18,7 +18,10 @@ export interface SmtpSettings {
   secure: boolean;
   username: string;
   password: string;
-  /** "login": AUTH PLAIN or LOGIN with the user name and password; "none": no AUTH (a server that takes mail without it). */
+  /**
+   * "login": AUTH PLAIN or LOGIN with the user name and password; "none": no AUTH (a server that takes mail without
+   * it).
+   */
   auth: "login" | "none";
   /** Budget for the whole conversation, connect to QUIT. */
   timeoutMs: number;
@@ -71,7 +74,9 @@ async function authenticate(session: SmtpConversation, caps: Map<string, string[
     await session.command(base64(s.username), [334], "AUTH LOGIN (user name)");
     await session.command(base64(s.password), [235], "AUTH LOGIN (password)");
   } else {
-    throw new SmtpError("the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)");
+    throw new SmtpError(
+      "the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)",
+    );
   }
 }
 
@@ -108,7 +113,11 @@ export function withAsciiDomain(address: string): string {
  * Greets the server and secures the connection: EHLO, STARTTLS when the socket is not TLS already and the
  * server offers it. Answers the server's extensions, and refuses to go on in plain text off this machine.
  */
-async function greet(session: SmtpConversation, settings: SmtpSettings, heloName: string): Promise<Map<string, string[]>> {
+async function greet(
+  session: SmtpConversation,
+  settings: SmtpSettings,
+  heloName: string,
+): Promise<Map<string, string[]>> {
   await session.expect([220], "greeting");
   let caps = capabilities(await session.command(`EHLO ${heloName}`, [250], "EHLO"));
   let encrypted = settings.secure;
@@ -121,13 +130,22 @@ async function greet(session: SmtpConversation, settings: SmtpSettings, heloName
   // Anyone on the path would read the password: only a connection that stays on the machine may go plain.
   // Without AUTH there is no password to give away (the message itself crosses as mail between servers does).
   if (!encrypted && settings.auth === "login" && !isLoopbackHost(settings.host)) {
-    throw new SmtpError(`refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`);
+    throw new SmtpError(
+      `refusing to send credentials without TLS: the server does not offer STARTTLS and ${settings.host} is not a loopback host`,
+    );
   }
   return caps;
 }
 
 /** The transaction of one message: envelope, data, and (a courtesy) QUIT. */
-async function transfer(session: SmtpConversation, caps: Map<string, string[]>, from: string, to: string, data: string, smtpUtf8: boolean): Promise<void> {
+async function transfer(
+  session: SmtpConversation,
+  caps: Map<string, string[]>,
+  from: string,
+  to: string,
+  data: string,
+  smtpUtf8: boolean,
+): Promise<void> {
   // An SMTPUTF8 message carries UTF-8 in its headers: 8-bit data, announced as such (RFC 6152).
   const eightBit = NON_ASCII.test(data) && caps.has("8BITMIME") ? " BODY=8BITMIME" : "";
   await session.command(`MAIL FROM:<${from}>${eightBit}${smtpUtf8 ? " SMTPUTF8" : ""}`, [250], "MAIL FROM");
@@ -151,7 +169,10 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
   }
   // Only SMTPUTF8 (RFC 6531) lets a local part be more than ASCII.
   const needsSmtpUtf8 = NON_ASCII.test(from) || NON_ASCII.test(to);
-  const socket = connect({ hostname: settings.host, port: settings.port }, { secureTransport: settings.secure ? "on" : "starttls", allowHalfOpen: false });
+  const socket = connect(
+    { hostname: settings.host, port: settings.port },
+    { secureTransport: settings.secure ? "on" : "starttls", allowHalfOpen: false },
+  );
   const session = new SmtpConversation(socket, Date.now() + settings.timeoutMs);
   try {
     await session.within(socket.opened, "connecting").catch((err: unknown) => {
@@ -159,7 +180,9 @@ export async function sendMail(settings: SmtpSettings, envelope: Envelope): Prom
     });
     const caps = await greet(session, settings, from.split("@").pop() || "localhost");
     if (needsSmtpUtf8 && !caps.has("SMTPUTF8")) {
-      throw new SmtpError("an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it");
+      throw new SmtpError(
+        "an address has a non-ASCII local part, which needs SMTPUTF8, and the server does not offer it",
+      );
     }
     if (settings.auth === "login") await authenticate(session, caps, settings);
     await transfer(session, caps, from, to, envelope.data, needsSmtpUtf8);

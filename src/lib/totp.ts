@@ -51,7 +51,12 @@ export function newTotpSecret(): Uint8Array {
 }
 
 /** The HOTP value of `counter` (RFC 4226 §5.3), as `digits` decimal digits. */
-export async function hotp(secret: Uint8Array, counter: number, digits = TOTP_DIGITS, hash: "SHA-1" | "SHA-256" | "SHA-512" = "SHA-1"): Promise<string> {
+export async function hotp(
+  secret: Uint8Array,
+  counter: number,
+  digits = TOTP_DIGITS,
+  hash: "SHA-1" | "SHA-256" | "SHA-512" = "SHA-1",
+): Promise<string> {
   const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash }, false, ["sign"]);
   const message = new DataView(new ArrayBuffer(8));
   message.setUint32(0, Math.floor(counter / 2 ** 32));
@@ -91,6 +96,12 @@ export async function matchingStep(secret: Uint8Array, code: string, nowMs: numb
 /** The `otpauth://` URI an authenticator app scans (Key Uri Format): issuer, account, SHA-1, 6 digits, 30 s. */
 export function otpauthUri(issuer: string, account: string, secret: Uint8Array): string {
   const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(account)}`;
-  const query = new URLSearchParams({ secret: base32Encode(secret), issuer, algorithm: "SHA1", digits: String(TOTP_DIGITS), period: String(TOTP_STEP_SECONDS) });
+  const query = new URLSearchParams({
+    secret: base32Encode(secret),
+    issuer,
+    algorithm: "SHA1",
+    digits: String(TOTP_DIGITS),
+    period: String(TOTP_STEP_SECONDS),
+  });
   return `otpauth://totp/${label}?${query.toString()}`;
 }

@@ -67,7 +67,12 @@ export class LiveHub extends DurableObject<Bindings> {
    */
   override async fetch(request: Request): Promise<Response> {
     const query = new URL(request.url).searchParams;
-    const [userId, sessionId, ticket, cap] = [Number(query.get("user")), query.get("session") ?? "", query.get("ticket") ?? "", Number(query.get("cap"))];
+    const [userId, sessionId, ticket, cap] = [
+      Number(query.get("user")),
+      query.get("session") ?? "",
+      query.get("ticket") ?? "",
+      Number(query.get("cap")),
+    ];
     this.places().exec("DELETE FROM places WHERE ticket = ?", ticket);
     if (this.openSockets().length >= cap) return new Response(null, { status: 429 });
     const { 0: client, 1: server } = new WebSocketPair();
@@ -93,7 +98,9 @@ export class LiveHub extends DurableObject<Bindings> {
     await this.recheck();
   }
 
-  /** The client closed: our end answers with the same code (one that may not be sent, such as 1005 or 1006, as 1000). */
+  /**
+   * The client closed: our end answers with the same code (one that may not be sent, such as 1005 or 1006, as 1000).
+   */
   override webSocketClose(socket: WebSocket, code: number): void {
     try {
       socket.close(code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000);

@@ -23,7 +23,9 @@ export function notesChanged(c: Context<AppEnv & { Variables: { caller: AccessCl
   const { caller, log } = c.var;
   if (!caller) return;
   const told = hubOf(c.env, caller.userId).changed(c.var.bookmark());
-  c.executionCtx.waitUntil(told.catch((err: unknown) => log.warn("live_poke_failed", { userId: caller.userId, ...describeError(err) })));
+  c.executionCtx.waitUntil(
+    told.catch((err: unknown) => log.warn("live_poke_failed", { userId: caller.userId, ...describeError(err) })),
+  );
 }
 
 /**

@@ -33,7 +33,8 @@ const privateNotesOnly = createMiddleware<AppEnv>(async (c, next) => {
 
 /** A request that is not a WebSocket upgrade gets 426 (with the protocol to upgrade to), whatever it carries. */
 const upgradeOnly = createMiddleware<AppEnv>(async (c, next) => {
-  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") return c.json({ error: LiveMessage.upgradeRequired }, 426, { Upgrade: "websocket" });
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket")
+    return c.json({ error: LiveMessage.upgradeRequired }, 426, { Upgrade: "websocket" });
   await next();
 });
 
@@ -43,7 +44,8 @@ const upgradeOnly = createMiddleware<AppEnv>(async (c, next) => {
  */
 const allowedOriginOnly = createMiddleware<AppEnv>(async (c, next) => {
   const origin = c.req.header("Origin");
-  if (origin !== undefined && !c.var.config.corsOrigins.includes(origin)) return c.json({ error: LiveMessage.originRefused }, 403);
+  if (origin !== undefined && !c.var.config.corsOrigins.includes(origin))
+    return c.json({ error: LiveMessage.originRefused }, 403);
   await next();
 });
 
@@ -58,10 +60,16 @@ const ticketOperation = describeRoute({
     `A ticket is good once, for ${TICKET_TTL_MS / SECOND} seconds, and only while the session that asked is live. ` +
     "An account holds at most LIVE_SOCKETS_PER_ACCOUNT (20 by default) open sockets, tickets not yet used included. Only with NOTES_AUTH=required.",
   responses: {
-    "201": json("The ticket", ref("LiveTicket"), { "Cache-Control": { description: "`no-store`", schema: { type: "string" } } }),
+    "201": json("The ticket", ref("LiveTicket"), {
+      "Cache-Control": { description: "`no-store`", schema: { type: "string" } },
+    }),
     "401": notesErrors["401"],
     "404": jsonError("Notes are public (NOTES_AUTH=off): there are no live updates", LiveMessage.notAvailable),
-    "429": jsonError("The account has LIVE_SOCKETS_PER_ACCOUNT sockets open or about to open, or the per-client limit", LiveMessage.tooManySockets, NoteMessage.clientThrottled),
+    "429": jsonError(
+      "The account has LIVE_SOCKETS_PER_ACCOUNT sockets open or about to open, or the per-client limit",
+      LiveMessage.tooManySockets,
+      NoteMessage.clientThrottled,
+    ),
     "500": notesErrors["500"],
   },
 });
@@ -80,11 +88,23 @@ const socketOperation = describeRoute({
   responses: {
     "101": { description: "Switching Protocols: the socket is open, and its first frame is `ready`" },
     "400": jsonError("No `ticket`", LiveMessage.ticketRequired),
-    "401": jsonError("Unknown, used or expired ticket, or its session has ended; nothing was upgraded", LiveMessage.invalidTicket),
-    "403": jsonError("An `Origin` that is not one of CORS_ORIGINS (a request without one passes)", LiveMessage.originRefused),
+    "401": jsonError(
+      "Unknown, used or expired ticket, or its session has ended; nothing was upgraded",
+      LiveMessage.invalidTicket,
+    ),
+    "403": jsonError(
+      "An `Origin` that is not one of CORS_ORIGINS (a request without one passes)",
+      LiveMessage.originRefused,
+    ),
     "404": jsonError("Notes are public (NOTES_AUTH=off): there are no live updates", LiveMessage.notAvailable),
-    "426": { ...jsonError("Not a WebSocket upgrade, whatever the ticket", LiveMessage.upgradeRequired), headers: { Upgrade: { schema: { type: "string", enum: ["websocket"] } } } },
-    "429": jsonError("The account has LIVE_SOCKETS_PER_ACCOUNT sockets open already (a ticket used after its place lapsed)", LiveMessage.tooManySockets),
+    "426": {
+      ...jsonError("Not a WebSocket upgrade, whatever the ticket", LiveMessage.upgradeRequired),
+      headers: { Upgrade: { schema: { type: "string", enum: ["websocket"] } } },
+    },
+    "429": jsonError(
+      "The account has LIVE_SOCKETS_PER_ACCOUNT sockets open already (a ticket used after its place lapsed)",
+      LiveMessage.tooManySockets,
+    ),
     "500": notesErrors["500"],
   },
 });
@@ -95,7 +115,11 @@ export const liveApp = new Hono<AppEnv>()
     ticketOperation,
     privateNotesOnly,
     noStore(),
-    clientRateLimit((env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }), ["POST"], NoteMessage.clientThrottled),
+    clientRateLimit(
+      (env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }),
+      ["POST"],
+      NoteMessage.clientThrottled,
+    ),
     requireNotesAuth,
     async (c) => {
       const { db, caller } = c.var;
@@ -104,21 +128,33 @@ export const liveApp = new Hono<AppEnv>()
       const { ticket, hash } = await newTicket();
       // Stored only while the session is live; a place at the hub only for a stored ticket.
       if (!(await issueTicket(db, caller, hash, now))) return notesUnauthorized(c);
-      if (!(await hubOf(c.env, caller.userId).reserve(hash, now + TICKET_TTL_MS, c.var.config.liveSocketsPerAccount))) return tooManySockets(c);
+      if (!(await hubOf(c.env, caller.userId).reserve(hash, now + TICKET_TTL_MS, c.var.config.liveSocketsPerAccount)))
+        return tooManySockets(c);
       return c.json({ ticket, expires_in: TICKET_TTL_MS / SECOND } satisfies LiveTicketJson, 201);
     },
   )
-  .get("/live", socketOperation, privateNotesOnly, noStore(), upgradeOnly, allowedOriginOnly, queryParams(LiveQuery), async (c) => {
-    const { ticket } = c.req.valid("query");
-    const hash = TICKET_FORMAT.test(ticket) ? await hashOf(ticket) : undefined;
-    // The ticket is used up here, by one statement, before anything else happens to the request.
-    const claimed = hash === undefined ? undefined : await claimTicket(c.var.db, hash, Date.now());
-    if (!claimed || hash === undefined) return c.json({ error: LiveMessage.invalidTicket }, 401);
-    const answer = await hubOf(c.env, claimed.userId).fetch(connectRequest(claimed, hash, c.var.config.liveSocketsPerAccount));
-    if (!answer.webSocket) return tooManySockets(c);
-    // The hub's answer as one of ours, whose headers the app's middleware may still set.
-    return new Response(null, { status: 101, webSocket: answer.webSocket });
-  });
+  .get(
+    "/live",
+    socketOperation,
+    privateNotesOnly,
+    noStore(),
+    upgradeOnly,
+    allowedOriginOnly,
+    queryParams(LiveQuery),
+    async (c) => {
+      const { ticket } = c.req.valid("query");
+      const hash = TICKET_FORMAT.test(ticket) ? await hashOf(ticket) : undefined;
+      // The ticket is used up here, by one statement, before anything else happens to the request.
+      const claimed = hash === undefined ? undefined : await claimTicket(c.var.db, hash, Date.now());
+      if (!claimed || hash === undefined) return c.json({ error: LiveMessage.invalidTicket }, 401);
+      const answer = await hubOf(c.env, claimed.userId).fetch(
+        connectRequest(claimed, hash, c.var.config.liveSocketsPerAccount),
+      );
+      if (!answer.webSocket) return tooManySockets(c);
+      // The hub's answer as one of ours, whose headers the app's middleware may still set.
+      return new Response(null, { status: 101, webSocket: answer.webSocket });
+    },
+  );
 
 // Any other method is a 405, as on every other path.
 for (const [path, allow] of allowedMethods(liveApp.routes)) liveApp.all(path, methodNotAllowed(allow));

@@ -76,5 +76,10 @@ export async function claimTicket(db: Database, hash: string, now: number): Prom
 
 /** The live area's share of the hourly clean-up (scheduled.ts): tickets nobody used. */
 export function liveCleanUp(db: Database, now: number) {
-  return { expiredLiveTickets: db.delete(liveTickets).where(lte(liveTickets.expiresAt, now)).returning({ hash: liveTickets.tokenHash }) };
+  return {
+    expiredLiveTickets: db
+      .delete(liveTickets)
+      .where(lte(liveTickets.expiresAt, now))
+      .returning({ hash: liveTickets.tokenHash }),
+  };
 }

@@ -20,8 +20,13 @@ import { searchNotes } from "./search";
 export const notFound = (c: Context) => c.json({ error: NoteMessage.notFound }, 404);
 
 /** JSON that SQLite wrote, passed on as it is; typed as the JSON it holds, for the typed client. */
-export function jsonText<T, U extends ContentfulStatusCode>(c: Context, body: string | ReadableStream<Uint8Array>, status: U) {
-  return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, U, "json">;
+export function jsonText<T, U extends ContentfulStatusCode>(
+  c: Context,
+  body: string | ReadableStream<Uint8Array>,
+  status: U,
+) {
+  return c.body(body, status, { "Content-Type": "application/json" }) as unknown as Response &
+    TypedResponse<T, U, "json">;
 }
 
 /** A note's answer: its JSON as SQLite wrote it, and its ETag. */
@@ -59,7 +64,10 @@ export async function searchAnswer(c: Context<NotesEnv>, q: string, pageSize: nu
   const found = await searchNotes(db, caller, Date.now(), q, pageSize, offset);
   if (!found) return notesUnauthorized(c);
   if (found.nextOffset !== undefined) {
-    c.header("Link", `</notes?q=${encodeURIComponent(q.toWellFormed())}&limit=${pageSize}&offset=${found.nextOffset}>; rel="next"`);
+    c.header(
+      "Link",
+      `</notes?q=${encodeURIComponent(q.toWellFormed())}&limit=${pageSize}&offset=${found.nextOffset}>; rel="next"`,
+    );
   }
   return jsonText<NoteJson[], 200>(c, found.body, 200);
 }

@@ -83,14 +83,21 @@ export const ChangesQuery = v.object({
     v.pipe(
       v.string(),
       v.check((raw) => readCursor(raw) !== undefined, NoteMessage.invalidCursor),
-      v.description("The `cursor` of the last answer; without it the feed starts from the beginning (every live note)."),
+      v.description(
+        "The `cursor` of the last answer; without it the feed starts from the beginning (every live note).",
+      ),
     ),
   ),
   limit: v.optional(
     v.pipe(
       v.string(),
-      v.check((raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_CHANGES_PAGE, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`),
-      v.description(`Changes per page, 1 to ${MAX_CHANGES_PAGE} (default ${MAX_CHANGES_PAGE}); a page is also cut at about ${LIST_CHUNK_BYTES / 1_000_000} MB of notes.`),
+      v.check(
+        (raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_CHANGES_PAGE,
+        `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`,
+      ),
+      v.description(
+        `Changes per page, 1 to ${MAX_CHANGES_PAGE} (default ${MAX_CHANGES_PAGE}); a page is also cut at about ${LIST_CHUNK_BYTES / 1_000_000} MB of notes.`,
+      ),
       v.transform(Number),
     ),
   ),
@@ -106,7 +113,10 @@ type PageValues = { after: number; limit: number };
 const clockQuery = forCallerOf((db, _p: Placeholders<object>, caller) => {
   const owner = clockOwner(caller);
   return db
-    .select({ seq: clockValue(owner).as("seq"), prunedThrough: clockValue(owner, noteClocks.prunedThrough).as("prunedThrough") })
+    .select({
+      seq: clockValue(owner).as("seq"),
+      prunedThrough: clockValue(owner, noteClocks.prunedThrough).as("prunedThrough"),
+    })
     .from(sql`(SELECT 1)`);
 });
 
@@ -169,9 +179,17 @@ export const changesApp = new Hono<AppEnv>()
                   {
                     type: "object",
                     required: ["type", "note", "etag"],
-                    properties: { type: { const: "upsert" }, note: ref("Note"), etag: { type: "string", description: "The note's ETag" } },
+                    properties: {
+                      type: { const: "upsert" },
+                      note: ref("Note"),
+                      etag: { type: "string", description: "The note's ETag" },
+                    },
                   },
-                  { type: "object", required: ["type", "id"], properties: { type: { const: "delete" }, id: { type: "integer" } } },
+                  {
+                    type: "object",
+                    required: ["type", "id"],
+                    properties: { type: { const: "delete" }, id: { type: "integer" } },
+                  },
                 ],
               },
             },
@@ -179,8 +197,15 @@ export const changesApp = new Hono<AppEnv>()
             has_more: { type: "boolean", description: "More changes wait: ask again at once with `cursor`" },
           },
         }),
-        "400": jsonError("A malformed cursor or limit", NoteMessage.invalidCursor, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`),
-        "410": jsonError("The cursor is older than the deletions kept, or not of this database: sync again without one", NoteMessage.cursorExpired),
+        "400": jsonError(
+          "A malformed cursor or limit",
+          NoteMessage.invalidCursor,
+          `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`,
+        ),
+        "410": jsonError(
+          "The cursor is older than the deletions kept, or not of this database: sync again without one",
+          NoteMessage.cursorExpired,
+        ),
         ...notesErrors,
       },
     }),
@@ -191,7 +216,10 @@ export const changesApp = new Hono<AppEnv>()
       const from = cursor === undefined ? undefined : readCursor(cursor)!;
       const now = Date.now();
       const page = { after: from?.seq ?? 0, limit: limit ?? MAX_CHANGES_PAGE };
-      const found = await asCaller(db, caller, now, [clockQuery(db, caller, now, {}), pageQuery(db, caller, now, page)]);
+      const found = await asCaller(db, caller, now, [
+        clockQuery(db, caller, now, {}),
+        pageQuery(db, caller, now, page),
+      ]);
       if (!found) return notesUnauthorized(c);
       const [[clock], rows] = found;
       // Deletions the client may need are gone, or the cursor is from another database (or from before a
@@ -200,7 +228,9 @@ export const changesApp = new Hono<AppEnv>()
         return c.json({ error: NoteMessage.cursorExpired }, 410);
       }
       const changes = rows.map((row) =>
-        row.type === "upsert" ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.seq))}}` : `{"type":"delete","id":${row.id}}`,
+        row.type === "upsert"
+          ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.seq))}}`
+          : `{"type":"delete","id":${row.id}}`,
       );
       const hasMore = (rows[0]?.total ?? 0) > rows.length;
       // The page and the clock were read in one transaction: a last page covers everything up to the clock.

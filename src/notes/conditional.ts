@@ -42,7 +42,10 @@ export function readETags(c: Context, name: "If-Match" | "If-None-Match"): ETags
   const tags: string[] = [];
   for (const part of header.split(",")) {
     const tag = ENTITY_TAG.exec(part.trim());
-    if (!tag) throw new HTTPException(400, { message: name === "If-Match" ? NoteMessage.invalidIfMatch : NoteMessage.invalidIfNoneMatch });
+    if (!tag)
+      throw new HTTPException(400, {
+        message: name === "If-Match" ? NoteMessage.invalidIfMatch : NoteMessage.invalidIfNoneMatch,
+      });
     tags.push(tag[2]!);
   }
   return { any: false, tags };
@@ -87,7 +90,9 @@ export function writePrecondition(c: Context, required: boolean): Precondition |
  * changes whenever the list may have.
  */
 export function listVersion(caller: NotesCaller): SQL<number> {
-  return caller ? clockValue(clockOwner(caller)) : sql<number>`coalesce((SELECT sum(${noteClocks.seq}) FROM ${noteClocks}), 0)`;
+  return caller
+    ? clockValue(clockOwner(caller))
+    : sql<number>`coalesce((SELECT sum(${noteClocks.seq}) FROM ${noteClocks}), 0)`;
 }
 
 /** The version alone (a poll: the list's ETag without reading a note), compiled once per isolate. */

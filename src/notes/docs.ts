@@ -8,7 +8,10 @@ import { NOTES_BODY_LIMIT_BYTES } from "./schemas";
 export const notesOperation = { tags: ["notes"], security: [{}, { bearer: [] }] };
 
 export const notesErrors = {
-  "401": jsonError("Missing, invalid or expired access token, or its session has ended (only with NOTES_AUTH=required)", NoteMessage.unauthorized),
+  "401": jsonError(
+    "Missing, invalid or expired access token, or its session has ended (only with NOTES_AUTH=required)",
+    NoteMessage.unauthorized,
+  ),
   "500": jsonError("Unexpected failure", NoteMessage.internalError),
 };
 
@@ -17,11 +20,25 @@ export const noteWriteErrors = {
   "429": throttled(jsonError("Per-client rate limit", NoteMessage.clientThrottled)),
 };
 
-export const idParameter = { name: "id", in: "path", required: true, description: "The note id, a decimal integer", schema: { type: "integer" } };
-export const noteNotFound = jsonError("No such note (or, with NOTES_AUTH=required, someone else's)", NoteMessage.notFound);
+export const idParameter = {
+  name: "id",
+  in: "path",
+  required: true,
+  description: "The note id, a decimal integer",
+  schema: { type: "integer" },
+};
+export const noteNotFound = jsonError(
+  "No such note (or, with NOTES_AUTH=required, someone else's)",
+  NoteMessage.notFound,
+);
 
 /** The ETag an answer carries (conditional.ts). */
-export const etagHeader = { ETag: { description: "The note's revision, strong; send it back in If-Match or If-None-Match", schema: { type: "string" } } };
+export const etagHeader = {
+  ETag: {
+    description: "The note's revision, strong; send it back in If-Match or If-None-Match",
+    schema: { type: "string" },
+  },
+};
 
 /** A 200 or 201 with a note and its ETag. */
 export function noteWithETag(description: string): Json {
@@ -41,7 +58,7 @@ export const ifMatchParameter = {
   in: "header",
   required: false,
   description:
-    "The note's ETag as last seen (or `*`): the write happens only if the note is still at that revision, else 412. A weak `W/\"…\"` is taken as the strong tag it was made from. Required with NOTES_REQUIRE_IF_MATCH=true",
+    'The note\'s ETag as last seen (or `*`): the write happens only if the note is still at that revision, else 412. A weak `W/"…"` is taken as the strong tag it was made from. Required with NOTES_REQUIRE_IF_MATCH=true',
   schema: { type: "string" },
 };
 
@@ -49,6 +66,12 @@ export const notModifiedAnswer = { description: "Not modified: the ETag matched;
 
 /** The answers of a conditional write (PATCH, DELETE). */
 export const preconditionErrors = {
-  "412": { ...jsonError("The note is at another revision than If-Match names; nothing changed", NoteMessage.preconditionFailed), headers: etagHeader },
+  "412": {
+    ...jsonError(
+      "The note is at another revision than If-Match names; nothing changed",
+      NoteMessage.preconditionFailed,
+    ),
+    headers: etagHeader,
+  },
   "428": jsonError("If-Match is missing and NOTES_REQUIRE_IF_MATCH=true", NoteMessage.ifMatchRequired),
 };

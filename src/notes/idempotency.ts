@@ -77,13 +77,20 @@ export async function createOnce(
 ): Promise<CreateOnce> {
   const values = { key, hash: await requestHash(title, content), claim: crypto.randomUUID(), title, content };
   const bind = <Row>(step: Step<Row>) => step(db, caller, now, values);
-  const found = await asCaller(db, caller, now, [bind(forget), bind(claimKey), bind(insertClaimed), bind(storeAnswer), bind(readKey)]);
+  const found = await asCaller(db, caller, now, [
+    bind(forget),
+    bind(claimKey),
+    bind(insertClaimed),
+    bind(storeAnswer),
+    bind(readKey),
+  ]);
   if (!found) return { outcome: "unauthorized" };
   const [row] = found[4];
 
   // The claim was made in this batch unless the key was taken, so a row is always there.
   if (!row) throw new Error("idempotency key row missing after its claim");
-  if (row.claim === values.claim && row.response !== null) return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
+  if (row.claim === values.claim && row.response !== null)
+    return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
   if (row.requestHash !== values.hash) return { outcome: "mismatch" };
   if (row.response === null) return { outcome: "in_progress" };
   return { outcome: "replayed", body: row.response, revision: row.revision ?? 0 };
@@ -111,7 +118,12 @@ const forget = forCallerOf((db, p: P, caller) =>
 /** 2. Claims it, with this request's token; with a caller only while the caller's session is live. */
 const claimKey = forCallerOf((db, p: P, caller) => {
   const claimRow = { key: p.key, requestHash: p.hash, claim: p.claim, createdAt: p.now };
-  if (!caller) return db.insert(idempotencyKeys).values({ ...claimRow, userId: null }).onConflictDoNothing().returning({ id: idempotencyKeys.id });
+  if (!caller)
+    return db
+      .insert(idempotencyKeys)
+      .values({ ...claimRow, userId: null })
+      .onConflictDoNothing()
+      .returning({ id: idempotencyKeys.id });
   const session = liveSessionOf(db, caller, caller.now);
   return db
     .insert(idempotencyKeys)
@@ -150,7 +162,10 @@ const insertClaimed = forCallerOf((db, p: P, caller) =>
     .returning({ id: notes.id }),
 );
 
-/** 4. Stores the answer on the claim. With AUTOINCREMENT the note just inserted has the highest id there is, within this transaction. */
+/**
+ * 4. Stores the answer on the claim. With AUTOINCREMENT the note just inserted has the highest id there is, within this
+ * transaction.
+ */
 const storeAnswer = forCallerOf((db, p: P, caller) =>
   db
     .update(idempotencyKeys)

@@ -47,9 +47,14 @@ export function notesCleanUp(db: Database, now: number): Record<string, CleanUpS
       .returning({ id: idempotencyKeys.id }),
     prunedClocks: db
       .update(noteClocks)
-      .set({ prunedThrough: sql`max(${noteClocks.prunedThrough}, (SELECT max(${noteTombstones.seq}) FROM ${noteTombstones} WHERE ${oldTombstones}))` })
+      .set({
+        prunedThrough: sql`max(${noteClocks.prunedThrough}, (SELECT max(${noteTombstones.seq}) FROM ${noteTombstones} WHERE ${oldTombstones}))`,
+      })
       .where(sql`EXISTS (SELECT 1 FROM ${noteTombstones} WHERE ${oldTombstones})`)
       .returning({ owner: noteClocks.owner }),
-    prunedTombstones: db.delete(noteTombstones).where(lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS)).returning({ seq: noteTombstones.seq }),
+    prunedTombstones: db
+      .delete(noteTombstones)
+      .where(lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))
+      .returning({ seq: noteTombstones.seq }),
   };
 }

@@ -73,12 +73,18 @@ export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller)
   ) AS cut`;
   return db
     .select({
-      items: sql<string | null>`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, caller)})`.as("items"),
+      items: sql<
+        string | null
+      >`(SELECT group_concat(${noteJsonText}, ',') FROM ${notes} WHERE ${between(p.after, sql`cut.last`, caller)})`.as(
+        "items",
+      ),
       last: sql<number | null>`last`.as("last"),
       pageLast: sql<number | null>`page_last`.as("pageLast"),
       pageCount: sql<number>`page_count`.as("pageCount"),
       pageBytes: sql<number | null>`bytes`.as("pageBytes"),
-      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, caller)})`.as("beyondPage"),
+      beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, caller)})`.as(
+        "beyondPage",
+      ),
       // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
       version: listVersion(caller).as("version"),
     })
@@ -93,5 +99,7 @@ export const chunkQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller)
 export const fittingRowsQuery = forCallerOf((db, p: Placeholders<ChunkValues>, caller) =>
   db
     .select({ rows: sql<number>`max(1, count(*) FILTER (WHERE reach <= ${p.budget}))`.as("rows") })
-    .from(sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller)})`),
+    .from(
+      sql`(SELECT sum(${noteSize}) OVER (ORDER BY ${notes.id} ROWS UNBOUNDED PRECEDING) AS reach FROM ${notes} WHERE ${pageOf(p, caller)})`,
+    ),
 );

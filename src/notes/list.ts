@@ -92,7 +92,9 @@ async function readChunk(listing: Listing, check = false): Promise<Chunk | undef
 async function fewer(listing: Listing, over: Chunk): Promise<Ask> {
   const { db, caller, now, ask } = listing;
   if (ask.basis === "guess") return { rows: rowsFitting(over, ask.budget), budget: ask.budget, basis: "average" };
-  const [fit] = await rowsOf(fittingRowsQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget }));
+  const [fit] = await rowsOf(
+    fittingRowsQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget }),
+  );
   // A single note over the budget (only the smaller budget for escapes can be that small) goes alone.
   return { rows: fit!.rows, budget: fit!.rows === 1 ? Number.MAX_SAFE_INTEGER : ask.budget, basis: "exact" };
 }

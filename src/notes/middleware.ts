@@ -14,5 +14,11 @@ export const noteIdFirst = createMiddleware(async (c, next) => {
 });
 
 /** Searches count against a limit of their own; a list (GET /notes without `q`) against none. */
-const searchLimit = clientRateLimit((env) => ({ client: env.SEARCH_RATE_LIMITER, network: env.SEARCH_RATE_LIMITER_IPV6_48 }), ["GET"], NoteMessage.searchThrottled);
-export const limitSearches = createMiddleware<AppEnv>((c, next) => (c.req.query("q") === undefined ? next() : searchLimit(c, next)));
+const searchLimit = clientRateLimit(
+  (env) => ({ client: env.SEARCH_RATE_LIMITER, network: env.SEARCH_RATE_LIMITER_IPV6_48 }),
+  ["GET"],
+  NoteMessage.searchThrottled,
+);
+export const limitSearches = createMiddleware<AppEnv>((c, next) =>
+  c.req.query("q") === undefined ? next() : searchLimit(c, next),
+);

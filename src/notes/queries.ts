@@ -25,11 +25,15 @@ type Now = { now: number };
 type ReadValues = { id: number };
 // No condition on the session: the check batched with it decides (asCaller), and throws the result away.
 const read = forCallerOf((db, p: Placeholders<ReadValues>, caller) =>
-  db.select(noteAnswer).from(notes).where(and(eq(notes.id, p.id), visibleTo(caller))),
+  db
+    .select(noteAnswer)
+    .from(notes)
+    .where(and(eq(notes.id, p.id), visibleTo(caller))),
 );
 
 /** The note's JSON and revision, or no row. */
-export const readNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number) => read(db, caller, now, { id });
+export const readNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number) =>
+  read(db, caller, now, { id });
 
 type InsertValues = { title: string; content: string };
 
@@ -50,15 +54,27 @@ export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: AnySQLit
 
 const insert = forCallerOf((db, p: Placeholders<InsertValues & Now>, caller) => {
   const revision = nextRevision(clockOwner(caller));
-  if (!caller) return db.insert(notes).values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision }).returning(noteAnswer);
+  if (!caller)
+    return db
+      .insert(notes)
+      .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision })
+      .returning(noteAnswer);
   // Selected from the caller's live session: no row, so no note, once the session has ended.
   const session = liveSessionOf(db, caller, caller.now);
-  return db.insert(notes).select(db.select(newNoteRow(p, session.userId, revision)).from(session)).returning(noteAnswer);
+  return db
+    .insert(notes)
+    .select(db.select(newNoteRow(p, session.userId, revision)).from(session))
+    .returning(noteAnswer);
 });
 
 /** Inserts a note, the caller's when notes are private (only while the caller's session is live); its JSON. */
-export const insertNote = (db: Database, title: string, content: string, caller: AccessClaims | undefined, now: number) =>
-  insert(db, caller, now, { title, content });
+export const insertNote = (
+  db: Database,
+  title: string,
+  content: string,
+  caller: AccessClaims | undefined,
+  now: number,
+) => insert(db, caller, now, { title, content });
 
 type UpdateValues = { id: number; title: string | null; content: string | null; revisions: string | null };
 function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: NotesCaller) {
@@ -96,9 +112,17 @@ export function updateNote(
 
 type DeleteValues = { id: number; revisions: string | null };
 const remove = forCallerOf((db, p: Placeholders<DeleteValues>, caller) =>
-  db.delete(notes).where(and(writableBy(caller, p.id), revisionMatches(p.revisions))).returning({ id: notes.id }),
+  db
+    .delete(notes)
+    .where(and(writableBy(caller, p.id), revisionMatches(p.revisions)))
+    .returning({ id: notes.id }),
 );
 
 /** Deletes the note, only while its revision satisfies `precondition`; its id, or no row. */
-export const deleteNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number, precondition?: Precondition) =>
-  remove(db, caller, now, { id, revisions: revisionsOf(precondition) });
+export const deleteNote = (
+  db: Database,
+  id: number,
+  caller: AccessClaims | undefined,
+  now: number,
+  precondition?: Precondition,
+) => remove(db, caller, now, { id, revisions: revisionsOf(precondition) });

@@ -21,13 +21,34 @@ import {
   noteWriteErrors,
   preconditionErrors,
 } from "./docs";
-import { createdOnce, listAnswer, noteAnswer, notFound, notModified, preconditionFailed, searchAnswer, whyNotWritten } from "./answers";
+import {
+  createdOnce,
+  listAnswer,
+  noteAnswer,
+  notFound,
+  notModified,
+  preconditionFailed,
+  searchAnswer,
+  whyNotWritten,
+} from "./answers";
 import { etagListed, etagOf, matches, readETags, writePrecondition } from "./conditional";
-import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./idempotency";
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_TTL_MS,
+  IDEMPOTENT_REPLAYED_HEADER,
+  parseIdempotencyKey,
+} from "./idempotency";
 import { NoteMessage } from "./messages";
 import { notesUnauthorized, requireNotesAuth } from "./owner";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, NOTES_BODY_LIMIT_BYTES, parseNoteId, UpdateNoteBody } from "./schemas";
+import {
+  CreateNoteBody,
+  ListQuery,
+  MAX_PAGE_SIZE,
+  NOTES_BODY_LIMIT_BYTES,
+  parseNoteId,
+  UpdateNoteBody,
+} from "./schemas";
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
 
@@ -35,7 +56,13 @@ import { limitSearches, noteIdFirst } from "./middleware";
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
 export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
-  .use(clientRateLimit((env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }), ["POST", "PATCH", "DELETE"], NoteMessage.clientThrottled))
+  .use(
+    clientRateLimit(
+      (env) => ({ client: env.NOTES_RATE_LIMITER, network: env.NOTES_RATE_LIMITER_IPV6_48 }),
+      ["POST", "PATCH", "DELETE"],
+      NoteMessage.clientThrottled,
+    ),
+  )
   // Private notes are personal data: not cached (public notes, as the contract has them, may be).
   .use(noStore((c) => c.get("config").notesAuth === "required"))
   .use(requireNotesAuth)
@@ -55,10 +82,16 @@ export const notesApp = new Hono<AppEnv>()
           { type: "array", items: ref("Note") },
           {
             Link: { description: "The next page, when paging", schema: { type: "string" } },
-            ETag: { description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll", schema: { type: "string" } },
+            ETag: {
+              description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll",
+              schema: { type: "string" },
+            },
           },
         ),
-        "304": { description: "Not modified: no note the list covers has changed since its ETag; no body", headers: { ETag: { schema: { type: "string" } } } },
+        "304": {
+          description: "Not modified: no note the list covers has changed since its ETag; no body",
+          headers: { ETag: { schema: { type: "string" } } },
+        },
         "400": jsonError(
           "Bad paging or search parameters",
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
@@ -74,10 +107,14 @@ export const notesApp = new Hono<AppEnv>()
       },
     }),
     limitSearches,
-    queryParams(ListQuery), async (c) => {
-    const { limit, after, q, offset } = c.req.valid("query");
-    return q === undefined ? listAnswer(c, limit, after) : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);
-  })
+    queryParams(ListQuery),
+    async (c) => {
+      const { limit, after, q, offset } = c.req.valid("query");
+      return q === undefined
+        ? listAnswer(c, limit, after)
+        : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);
+    },
+  )
   .post(
     "/",
     describeRoute({
@@ -93,18 +130,32 @@ export const notesApp = new Hono<AppEnv>()
           name: IDEMPOTENCY_KEY_HEADER,
           in: "header",
           required: false,
-          description: "1 to 255 visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)",
+          description:
+            "1 to 255 visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)",
           schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
         },
       ],
       requestExample: { title: "First", content: "Hello" },
       responses: {
-        "201": json("Created, or (with `Idempotent-Replayed: true`) the stored answer to the key's first request", ref("Note"), {
-          [IDEMPOTENT_REPLAYED_HEADER]: { description: "`true` on a replay", schema: { type: "string", enum: ["true"] } },
-          ...etagHeader,
-        }),
-        "409": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\`'s first request has not finished`, NoteMessage.idempotencyKeyInProgress),
-        "422": jsonError(`The \`${IDEMPOTENCY_KEY_HEADER}\` was used with another title or content`, NoteMessage.idempotencyKeyReused),
+        "201": json(
+          "Created, or (with `Idempotent-Replayed: true`) the stored answer to the key's first request",
+          ref("Note"),
+          {
+            [IDEMPOTENT_REPLAYED_HEADER]: {
+              description: "`true` on a replay",
+              schema: { type: "string", enum: ["true"] },
+            },
+            ...etagHeader,
+          },
+        ),
+        "409": jsonError(
+          `The \`${IDEMPOTENCY_KEY_HEADER}\`'s first request has not finished`,
+          NoteMessage.idempotencyKeyInProgress,
+        ),
+        "422": jsonError(
+          `The \`${IDEMPOTENCY_KEY_HEADER}\` was used with another title or content`,
+          NoteMessage.idempotencyKeyReused,
+        ),
         "400": jsonError(
           "Malformed input",
           NoteMessage.invalidIdempotencyKey,
@@ -118,17 +169,19 @@ export const notesApp = new Hono<AppEnv>()
         ...notesErrors,
       },
     }),
-    jsonBody(CreateNoteBody), async (c) => {
-    const { title, content } = c.req.valid("json");
-    const { db, caller } = c.var;
-    const now = Date.now();
-    const key = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER));
-    if (key !== undefined) return createdOnce(c, key, title, content, now);
-    const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
-    if (!created) return notesUnauthorized(c);
-    notesChanged(c);
-    return noteAnswer(c, created[0]!, 201);
-  })
+    jsonBody(CreateNoteBody),
+    async (c) => {
+      const { title, content } = c.req.valid("json");
+      const { db, caller } = c.var;
+      const now = Date.now();
+      const key = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER));
+      if (key !== undefined) return createdOnce(c, key, title, content, now);
+      const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
+      if (!created) return notesUnauthorized(c);
+      notesChanged(c);
+      return noteAnswer(c, created[0]!, 201);
+    },
+  )
 
   // Each `/:id` handler parses the id first: the spec puts the 400 for a bad id before the 405.
   .get(
@@ -140,23 +193,28 @@ export const notesApp = new Hono<AppEnv>()
       responses: {
         "200": noteWithETag("The note"),
         "304": notModifiedAnswer,
-        "400": jsonError("`{id}` is not an integer, or a malformed If-None-Match", NoteMessage.invalidId, NoteMessage.invalidIfNoneMatch),
+        "400": jsonError(
+          "`{id}` is not an integer, or a malformed If-None-Match",
+          NoteMessage.invalidId,
+          NoteMessage.invalidIfNoneMatch,
+        ),
         "404": noteNotFound,
         ...notesErrors,
       },
     }),
     async (c) => {
-    const id = parseNoteId(c.req.param("id"));
-    const { db, caller } = c.var;
-    const now = Date.now();
-    const ifNoneMatch = readETags(c, "If-None-Match");
-    const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
-    if (!found) return notesUnauthorized(c);
-    const note = found[0];
-    if (!note) return notFound(c);
-    if (ifNoneMatch && etagListed(ifNoneMatch, etagOf(note.revision))) return notModified(c, etagOf(note.revision));
-    return noteAnswer(c, note, 200);
-  })
+      const id = parseNoteId(c.req.param("id"));
+      const { db, caller } = c.var;
+      const now = Date.now();
+      const ifNoneMatch = readETags(c, "If-None-Match");
+      const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
+      if (!found) return notesUnauthorized(c);
+      const note = found[0];
+      if (!note) return notFound(c);
+      if (ifNoneMatch && etagListed(ifNoneMatch, etagOf(note.revision))) return notModified(c, etagOf(note.revision));
+      return noteAnswer(c, note, 200);
+    },
+  )
   .patch(
     "/:id",
     describeRoute({
@@ -185,28 +243,37 @@ export const notesApp = new Hono<AppEnv>()
     }),
     // The contract checks the id first: a bad id is its 400 whatever the body holds.
     noteIdFirst,
-    jsonBody(UpdateNoteBody), async (c) => {
-    const id = parseNoteId(c.req.param("id"));
-    const { title, content } = c.req.valid("json");
-    const { db, caller, config } = c.var;
-    const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
-    const now = Date.now();
-    // An empty change is a read, not a write of the same values: its If-Match is checked on what it read.
-    if (title === undefined && content === undefined) {
-      const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
-      if (!found) return notesUnauthorized(c);
-      const note = found[0];
-      if (!note) return notFound(c);
-      return ifMatch && !matches(ifMatch, note.revision) ? preconditionFailed(c, note.revision) : noteAnswer(c, note, 200);
-    }
-    const updated = await asCaller(db, caller, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
-    if (!updated) return notesUnauthorized(c);
-    if (updated[0]) {
-      notesChanged(c);
-      return noteAnswer(c, updated[0], 200);
-    }
-    return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
-  })
+    jsonBody(UpdateNoteBody),
+    async (c) => {
+      const id = parseNoteId(c.req.param("id"));
+      const { title, content } = c.req.valid("json");
+      const { db, caller, config } = c.var;
+      const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
+      const now = Date.now();
+      // An empty change is a read, not a write of the same values: its If-Match is checked on what it read.
+      if (title === undefined && content === undefined) {
+        const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
+        if (!found) return notesUnauthorized(c);
+        const note = found[0];
+        if (!note) return notFound(c);
+        return ifMatch && !matches(ifMatch, note.revision)
+          ? preconditionFailed(c, note.revision)
+          : noteAnswer(c, note, 200);
+      }
+      const updated = await asCaller(
+        db,
+        caller,
+        now,
+        updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch),
+      );
+      if (!updated) return notesUnauthorized(c);
+      if (updated[0]) {
+        notesChanged(c);
+        return noteAnswer(c, updated[0], 200);
+      }
+      return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
+    },
+  )
   .delete(
     "/:id",
     describeRoute({
@@ -215,7 +282,11 @@ export const notesApp = new Hono<AppEnv>()
       parameters: [idParameter, ifMatchParameter],
       responses: {
         "204": { description: "Deleted" },
-        "400": jsonError("`{id}` is not an integer, or a malformed If-Match", NoteMessage.invalidId, NoteMessage.invalidIfMatch),
+        "400": jsonError(
+          "`{id}` is not an integer, or a malformed If-Match",
+          NoteMessage.invalidId,
+          NoteMessage.invalidIfMatch,
+        ),
         "404": noteNotFound,
         ...preconditionErrors,
         "429": noteWriteErrors["429"],
@@ -223,18 +294,19 @@ export const notesApp = new Hono<AppEnv>()
       },
     }),
     async (c) => {
-    const id = parseNoteId(c.req.param("id"));
-    const { db, caller, config } = c.var;
-    const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
-    const now = Date.now();
-    const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
-    if (!deleted) return notesUnauthorized(c);
-    if (deleted[0]) {
-      notesChanged(c);
-      return c.body(null, 204);
-    }
-    return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
-  });
+      const id = parseNoteId(c.req.param("id"));
+      const { db, caller, config } = c.var;
+      const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
+      const now = Date.now();
+      const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
+      if (!deleted) return notesUnauthorized(c);
+      if (deleted[0]) {
+        notesChanged(c);
+        return c.body(null, 204);
+      }
+      return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
+    },
+  );
 
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
 // above, so that the exported app type (and with it the typed client) lists only the methods that exist.

@@ -59,7 +59,10 @@ export const ListQuery = v.pipe(
     limit: v.optional(
       v.pipe(
         v.string(),
-        v.check((raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_PAGE_SIZE, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`),
+        v.check(
+          (raw) => (safeInteger(raw) ?? 0) >= 1 && (safeInteger(raw) ?? 0) <= MAX_PAGE_SIZE,
+          `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
+        ),
         v.description(`Page size, 1 to ${MAX_PAGE_SIZE}. Without it the whole list is returned.`),
         v.transform(Number),
       ),
@@ -93,8 +96,14 @@ export const ListQuery = v.pipe(
       ),
     ),
   }),
-  v.check((query) => query.after === undefined || query.limit !== undefined, "after is only allowed together with limit"),
-  v.check((query) => query.q === undefined || query.after === undefined, "after cannot be combined with q; search pages use offset"),
+  v.check(
+    (query) => query.after === undefined || query.limit !== undefined,
+    "after is only allowed together with limit",
+  ),
+  v.check(
+    (query) => query.q === undefined || query.after === undefined,
+    "after cannot be combined with q; search pages use offset",
+  ),
   v.check((query) => query.offset === undefined || query.q !== undefined, "offset is only allowed together with q"),
 );
 
@@ -106,6 +115,10 @@ export const Note = v.object({
   id: v.pipe(v.number(), v.integer()),
   title: v.pipe(v.string(), v.maxLength(MAX_TITLE_CHARS)),
   content: v.string(),
-  created_at: v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 (`Date.prototype.toISOString()`), set at creation")),
+  created_at: v.pipe(
+    v.string(),
+    v.isoTimestamp(),
+    v.description("ISO 8601 (`Date.prototype.toISOString()`), set at creation"),
+  ),
 });
 export type NoteJson = v.InferOutput<typeof Note>;

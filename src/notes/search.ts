@@ -27,7 +27,12 @@ export const DEFAULT_SEARCH_LIMIT = 20;
  * in the index anyway; they become spaces, since FTS5 would take a NUL for the end of the expression.
  */
 export function matchExpression(q: string): string {
-  const terms = [...q.toWellFormed().replace(/\p{Cc}/gu, " ").matchAll(/"([^"]*)"?|[^\s"]+/gu)];
+  const terms = [
+    ...q
+      .toWellFormed()
+      .replace(/\p{Cc}/gu, " ")
+      .matchAll(/"([^"]*)"?|[^\s"]+/gu),
+  ];
   // Nothing to look for (only white space and control characters): the empty phrase, which matches nothing.
   if (terms.length === 0) return '""';
   return terms
@@ -76,7 +81,11 @@ function searchOf(db: Database, p: Placeholders<SearchValues>, caller: NotesCall
   return db
     .select({
       n: sql<number>`page.n`.as("n"),
-      json: sql<string | null>`CASE WHEN page.n <= ${p.limit} AND (page.n = 1 OR page.reach <= ${p.budget}) THEN ${noteJsonText} END`.as("json"),
+      json: sql<
+        string | null
+      >`CASE WHEN page.n <= ${p.limit} AND (page.n = 1 OR page.reach <= ${p.budget}) THEN ${noteJsonText} END`.as(
+        "json",
+      ),
     })
     .from(page)
     .orderBy(sql`page.n`);
@@ -95,8 +104,8 @@ export interface SearchPage {
 }
 
 /**
- * The caller's notes matching `q`, title matches first, then the newest; undefined when the caller's session is not live (checked in
- * the same round trip, see asCaller).
+ * The caller's notes matching `q`, title matches first, then the newest; undefined when the caller's session is not
+ * live (checked in the same round trip, see asCaller).
  */
 export async function searchNotes(
   db: Database,

@@ -57,7 +57,10 @@ const noteJson = sql`json_object('id', ${notes.id}, 'title', ${notes.title}, 'co
 export const noteJsonText = sql.raw(new SQLiteSyncDialect().sqlToQuery(noteJson).sql) as SQL<string>;
 
 /** A column of `owner`'s clock (its sequence unless told), as a scalar: 0 for an owner without a clock yet. */
-export function clockValue(owner: number | SQL, column: typeof noteClocks.seq | typeof noteClocks.prunedThrough = noteClocks.seq): SQL<number> {
+export function clockValue(
+  owner: number | SQL,
+  column: typeof noteClocks.seq | typeof noteClocks.prunedThrough = noteClocks.seq,
+): SQL<number> {
   return sql<number>`coalesce((SELECT ${column} FROM ${noteClocks} WHERE ${clockOf(owner)}), 0)`;
 }
 

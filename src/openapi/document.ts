@@ -1,5 +1,17 @@
 import { AuthMessage } from "../auth/messages";
-import { Identity, Login, Me, MfaChallenge, OAuthRefusal, Passkey, PasskeyRefusal, RegistrationOptions, Session, SignInOptions, Tokens } from "../auth/shapes";
+import {
+  Identity,
+  Login,
+  Me,
+  MfaChallenge,
+  OAuthRefusal,
+  Passkey,
+  PasskeyRefusal,
+  RegistrationOptions,
+  Session,
+  SignInOptions,
+  Tokens,
+} from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { LiveTicket } from "../live/schemas";
@@ -22,7 +34,8 @@ export interface RegisteredRoute {
 }
 
 /** Every path that uses the database takes the bookmark header. */
-const usesDatabase = (path: string) => path.startsWith("/auth/") || path.startsWith("/notes") || path.startsWith("/changes");
+const usesDatabase = (path: string) =>
+  path.startsWith("/auth/") || path.startsWith("/notes") || path.startsWith("/changes");
 
 function operation(path: string, described: Operation, handlers: unknown[]): Json {
   const { requestExample, parameters = [], ...rest } = described;
@@ -32,22 +45,36 @@ function operation(path: string, described: Operation, handlers: unknown[]): Jso
   const querySchema = query && schemaOf(query.schema);
   const requiredInQuery = (querySchema?.required ?? []) as string[];
   const queryParameters = querySchema
-    ? Object.entries((querySchema.properties ?? {}) as Record<string, Json>).map(([name, { description, ...schema }]) => ({
-        name,
-        in: "query",
-        required: requiredInQuery.includes(name),
-        description,
-        schema,
-      }))
+    ? Object.entries((querySchema.properties ?? {}) as Record<string, Json>).map(
+        ([name, { description, ...schema }]) => ({
+          name,
+          in: "query",
+          required: requiredInQuery.includes(name),
+          description,
+          schema,
+        }),
+      )
     : [];
   return {
     ...rest,
-    parameters: [...parameters, ...queryParameters, ...(usesDatabase(path) ? [{ $ref: "#/components/parameters/Bookmark" }] : [])],
-    ...(body && { requestBody: { required: true, content: { "application/json": { schema: schemaOf(body.schema), example: requestExample } } } }),
+    parameters: [
+      ...parameters,
+      ...queryParameters,
+      ...(usesDatabase(path) ? [{ $ref: "#/components/parameters/Bookmark" }] : []),
+    ],
+    ...(body && {
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: schemaOf(body.schema), example: requestExample } },
+      },
+    }),
   };
 }
 
-/** What the operations refer to: the shared schemas, the bookmark parameter, the security scheme. Built with the document, on its first request. */
+/**
+ * What the operations refer to: the shared schemas, the bookmark parameter, the security scheme. Built with the
+ * document, on its first request.
+ */
 function components(): Json {
   return {
     schemas: {

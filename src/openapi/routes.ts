@@ -22,13 +22,22 @@ export function docsRoutes(routesOf: () => readonly RegisteredRoute[]) {
         describeRoute({
           tags: docsTag,
           summary: "Redirects to /docs",
-          responses: { "302": { description: "To the interactive reference", headers: { Location: { description: "`/docs`", schema: { type: "string" } } } } },
+          responses: {
+            "302": {
+              description: "To the interactive reference",
+              headers: { Location: { description: "`/docs`", schema: { type: "string" } } },
+            },
+          },
         }),
         (c) => c.redirect("/docs", 302),
       )
       .get(
         "/openapi.json",
-        describeRoute({ tags: docsTag, summary: "This document", responses: { "200": json("OpenAPI 3.1", { type: "object" }) } }),
+        describeRoute({
+          tags: docsTag,
+          summary: "This document",
+          responses: { "200": json("OpenAPI 3.1", { type: "object" }) },
+        }),
         (c) => c.json((document ??= openApiDocument(routesOf())), 200),
       )
       .get(
@@ -38,7 +47,11 @@ export function docsRoutes(routesOf: () => readonly RegisteredRoute[]) {
           summary: "Interactive reference",
           responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
         }),
-        async (c) => c.html(DOCS_HTML, 200, { ...DOCUMENT_SECURITY_HEADERS, [CONTENT_SECURITY_POLICY]: await docsContentSecurityPolicy() }),
+        async (c) =>
+          c.html(DOCS_HTML, 200, {
+            ...DOCUMENT_SECURITY_HEADERS,
+            [CONTENT_SECURITY_POLICY]: await docsContentSecurityPolicy(),
+          }),
       )
   );
 }

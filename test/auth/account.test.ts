@@ -2,7 +2,46 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
 import { Contract } from "../contract";
-import { account, bearer, call, callWithEnv, changeEmail, confirmEmailChange, count, emailChangeCode, expectEnded, heldLogin, holdRequest, JSON_TYPE, jsonOf, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, refresh, reset, resetCode, setCode, storedCode, storedUser, Subject, TEXT, textOf, type Tokens } from "../helpers";
+import {
+  account,
+  bearer,
+  call,
+  callWithEnv,
+  changeEmail,
+  confirmEmailChange,
+  count,
+  emailChangeCode,
+  expectEnded,
+  heldLogin,
+  holdRequest,
+  JSON_TYPE,
+  jsonOf,
+  lastRequestId,
+  lockLogin,
+  login,
+  logIn,
+  loginFailuresRow,
+  mailsTo,
+  mailsWithSubject,
+  me,
+  NEW_PASSWORD,
+  otherCode,
+  PASSWORD,
+  PASSWORD_CHANGED_TEXT,
+  pastCooldown,
+  quietRegister,
+  randomEmail,
+  refresh,
+  reset,
+  resetCode,
+  setCode,
+  storedCode,
+  storedUser,
+  Subject,
+  TEXT,
+  textOf,
+  type Tokens,
+} from "../helpers";
 
 /**
  * Account management (change password, change e-mail, delete the account: src/auth/account.ts), through
@@ -10,7 +49,12 @@ import { account, bearer, call, callWithEnv, changeEmail, confirmEmailChange, co
  */
 
 function changePassword(token: string, currentPassword: string, newPassword = NEW_PASSWORD): Promise<Response> {
-  return call("POST", "/auth/change-password", { current_password: currentPassword, new_password: newPassword }, bearer(token));
+  return call(
+    "POST",
+    "/auth/change-password",
+    { current_password: currentPassword, new_password: newPassword },
+    bearer(token),
+  );
 }
 
 function deleteAccount(token: string, password = PASSWORD): Promise<Response> {
@@ -45,7 +89,11 @@ describe("POST /auth/change-password", () => {
     const current = await logIn(email);
     const other = await logIn(email);
 
-    expect(await textOf(await changePassword(current.token, PASSWORD))).toEqual({ status: 200, type: TEXT, body: "Password changed." });
+    expect(await textOf(await changePassword(current.token, PASSWORD))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: "Password changed.",
+    });
     await expectEnded(other);
     expect((await me(current.token)).status).toBe(200);
     expect((await refresh(current.refresh_token)).status).toBe(200);
@@ -77,7 +125,11 @@ describe("POST /auth/change-password", () => {
     const email = await account();
     const current = await logIn(email);
     const other = await logIn(email);
-    expect(await textOf(await changePassword(current.token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await changePassword(current.token, "not my password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
     expect((await login(email)).status).toBe(200);
     expect((await me(other.token)).status).toBe(200);
     expect(await mailsWithSubject(email, Subject.passwordChanged)).toEqual([]);
@@ -86,9 +138,18 @@ describe("POST /auth/change-password", () => {
   it("ends the session at the fifth wrong current password, leaving the address's login alone", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    for (let i = 0; i < 5; i++) expect(await textOf(await changePassword(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    for (let i = 0; i < 5; i++)
+      expect(await textOf(await changePassword(token, "not my password"))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.wrongPassword,
+      });
 
-    expect(await textOf(await changePassword(token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await changePassword(token, PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
     expect((await me(token)).status).toBe(401);
     // Nothing changed, and the address is not locked: the right password still logs in.
     expect((await login(email)).status).toBe(200);
@@ -98,7 +159,12 @@ describe("POST /auth/change-password", () => {
     const { token } = await logIn(await account());
     expect((await call("POST", "/auth/logout", undefined, bearer(token))).status).toBe(204);
     for (const headers of [{}, { Authorization: "Bearer not-a-token" }, bearer(token)]) {
-      const response = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, headers);
+      const response = await call(
+        "POST",
+        "/auth/change-password",
+        { current_password: PASSWORD, new_password: NEW_PASSWORD },
+        headers,
+      );
       expect(await textOf(response)).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
       expect(response.headers.get("www-authenticate")).toBe("Bearer");
     }
@@ -117,7 +183,11 @@ describe("POST /auth/change-password", () => {
       [{ current_password: PASSWORD, new_password: "short" }, "Password must be at least 8 characters long."],
       [{ current_password: PASSWORD, new_password: "é".repeat(37) }, "Password must be at most 72 bytes long (UTF-8)."],
     ] as const) {
-      expect(await textOf(await call("POST", "/auth/change-password", body, bearer(token)))).toEqual({ status: 400, type: TEXT, body: message });
+      expect(await textOf(await call("POST", "/auth/change-password", body, bearer(token)))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: message,
+      });
     }
     expect((await login(email)).status).toBe(200);
     expect(await loginFailuresRow(email)).toBeNull();
@@ -132,10 +202,16 @@ describe("POST /auth/change-email", () => {
     const code = await emailChangeCode(email, token, newEmail);
 
     expect(await mailsWithSubject(newEmail, Subject.confirmNewEmail)).toEqual([
-      { from: "Notes API Test <sender@notes.test>", subject: Subject.confirmNewEmail, text: `Your email change confirmation code is: ${code}` },
+      {
+        from: "Notes API Test <sender@notes.test>",
+        subject: Subject.confirmNewEmail,
+        text: `Your email change confirmation code is: ${code}`,
+      },
     ]);
     expect(await mailsTo(email)).toEqual([]); // nothing to the old address yet
-    const stored = await env.DB.prepare("SELECT code, new_email, attempts FROM one_time_codes WHERE purpose = 'change_email' AND user_id = ?")
+    const stored = await env.DB.prepare(
+      "SELECT code, new_email, attempts FROM one_time_codes WHERE purpose = 'change_email' AND user_id = ?",
+    )
       .bind((await storedUser(email))!.id)
       .first();
     expect(stored).toEqual({ code, new_email: newEmail, attempts: 0 });
@@ -149,7 +225,11 @@ describe("POST /auth/change-email", () => {
     const taken = randomEmail("taken");
     await quietRegister(taken);
     await pastCooldown(email);
-    expect(await textOf(await changeEmail(token, taken.toUpperCase()))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
+    expect(await textOf(await changeEmail(token, taken.toUpperCase()))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: Contract.userExists,
+    });
     expect(await mailsWithSubject(taken, Subject.confirmNewEmail)).toEqual([]);
   });
 
@@ -158,14 +238,28 @@ describe("POST /auth/change-email", () => {
     const { token } = await logIn(email);
     await pastCooldown(email);
     for (const same of [email, ` ${email.toUpperCase()} `]) {
-      expect(await textOf(await changeEmail(token, same))).toEqual({ status: 400, type: TEXT, body: "The new email is the current one." });
+      expect(await textOf(await changeEmail(token, same))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: "The new email is the current one.",
+      });
     }
   });
 
   it("answers 400 for an implausible new address", async () => {
     const { token } = await logIn(await account());
-    for (const newEmail of ["not-an-email", "a@b", "new\u200B@example.com", "new <x@example.com>", `${"a".repeat(250)}@example.com`]) {
-      expect(await textOf(await changeEmail(token, newEmail))).toEqual({ status: 400, type: TEXT, body: "Please provide a valid email address." });
+    for (const newEmail of [
+      "not-an-email",
+      "a@b",
+      "new\u200B@example.com",
+      "new <x@example.com>",
+      `${"a".repeat(250)}@example.com`,
+    ]) {
+      expect(await textOf(await changeEmail(token, newEmail))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: "Please provide a valid email address.",
+      });
     }
   });
 
@@ -174,7 +268,11 @@ describe("POST /auth/change-email", () => {
     const { token } = await logIn(email);
     const newEmail = randomEmail("new");
     await pastCooldown(email);
-    expect(await textOf(await changeEmail(token, newEmail, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await changeEmail(token, newEmail, "not my password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
     expect(await mailsTo(newEmail)).toEqual([]);
     // Counted on the session, not on the address.
     expect(await loginFailuresRow(email)).toBeNull();
@@ -213,7 +311,11 @@ describe("POST /auth/change-email", () => {
       [{ password: 1, new_email: "new@example.com" }, "Password and new email must be strings."],
       [{ password: PASSWORD, new_email: { address: "new@example.com" } }, "Password and new email must be strings."],
     ] as const) {
-      expect(await textOf(await call("POST", "/auth/change-email", body, bearer(token)))).toEqual({ status: 400, type: TEXT, body: message });
+      expect(await textOf(await call("POST", "/auth/change-email", body, bearer(token)))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: message,
+      });
     }
   });
 });
@@ -227,8 +329,16 @@ describe("POST /auth/confirm-email-change", () => {
     const code = await emailChangeCode(email, current.token, newEmail);
     const userId = (await storedUser(email))!.id;
 
-    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 200, type: TEXT, body: "Email changed." });
-    expect(await jsonOf(await me(current.token))).toMatchObject({ status: 200, type: JSON_TYPE, body: { id: userId, email: newEmail, verified: true } });
+    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: "Email changed.",
+    });
+    expect(await jsonOf(await me(current.token))).toMatchObject({
+      status: 200,
+      type: JSON_TYPE,
+      body: { id: userId, email: newEmail, verified: true },
+    });
     expect((await refresh(current.refresh_token)).status).toBe(200);
     await expectEnded(other);
 
@@ -242,10 +352,16 @@ describe("POST /auth/confirm-email-change", () => {
       },
     ]);
     expect(await mailsWithSubject(newEmail, Subject.emailChanged)).toEqual([]);
-    expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE purpose = 'change_email' AND user_id = ?", userId)).toBe(0);
+    expect(
+      await count("SELECT count(*) AS n FROM one_time_codes WHERE purpose = 'change_email' AND user_id = ?", userId),
+    ).toBe(0);
 
     // The code is used up, and the old address stays reserved for the account while its undo lives.
-    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await textOf(await quietRegister(email))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
   });
 
@@ -260,10 +376,18 @@ describe("POST /auth/confirm-email-change", () => {
     const first = await holdRequest(/^update "users" set "email"/i, (db) =>
       callWithEnv({ DB: db }, "POST", "/auth/confirm-email-change", { token: code }, bearer(token)),
     );
-    expect(await textOf(await confirmEmailChange(token, code))).toEqual({ status: 200, type: TEXT, body: "Email changed." });
+    expect(await textOf(await confirmEmailChange(token, code))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: "Email changed.",
+    });
 
     // The address is the caller's own now: no one else holds it, the code is simply used up.
-    expect(await textOf(await first.release())).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await first.release())).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email: newEmail } });
     expect(await mailsWithSubject(email, Subject.emailChanged)).toHaveLength(1);
   });
@@ -276,7 +400,9 @@ describe("POST /auth/confirm-email-change", () => {
     const newEmail = randomEmail("new");
     expect((await confirmEmailChange(token, await emailChangeCode(email, token, newEmail))).status).toBe(200);
 
-    expect(await textOf(await reset(newEmail, oldMailboxCode, "the old mailbox's password", lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(
+      await textOf(await reset(newEmail, oldMailboxCode, "the old mailbox's password", lastRequestId(email))),
+    ).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
     expect((await login(newEmail)).status).toBe(200);
     expect((await me(token)).status).toBe(200);
   });
@@ -286,7 +412,11 @@ describe("POST /auth/confirm-email-change", () => {
     const { token } = await logIn(email);
     const newEmail = randomEmail("new");
     const code = await emailChangeCode(email, token, newEmail);
-    expect(await textOf(await confirmEmailChange(token, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await confirmEmailChange(token, otherCode(code)))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email } });
     expect(await storedUser(newEmail)).toBeNull();
     // A wrong try does not burn the code.
@@ -296,11 +426,19 @@ describe("POST /auth/confirm-email-change", () => {
   it("answers 401 without a pending change, and for an expired code", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    expect(await textOf(await confirmEmailChange(token, "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await confirmEmailChange(token, "123456"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
 
     const code = await emailChangeCode(email, token, randomEmail("new"));
     await setCode(email, { expires_at: Date.now() - 1 }, "change_email");
-    expect(await textOf(await confirmEmailChange(token, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await confirmEmailChange(token, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email } });
   });
 
@@ -310,7 +448,11 @@ describe("POST /auth/confirm-email-change", () => {
     const myToken = (await logIn(mine)).token;
     const theirToken = (await logIn(theirs)).token;
     const code = await emailChangeCode(theirs, theirToken, randomEmail("new"));
-    expect(await textOf(await confirmEmailChange(myToken, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    expect(await textOf(await confirmEmailChange(myToken, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await jsonOf(await me(myToken))).toMatchObject({ status: 200, body: { email: mine } });
   });
 
@@ -322,7 +464,11 @@ describe("POST /auth/confirm-email-change", () => {
     const code = await emailChangeCode(email, current.token, newEmail);
     expect((await quietRegister(newEmail, "someone else's password")).status).toBe(201);
 
-    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
+    expect(await textOf(await confirmEmailChange(current.token, code))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: Contract.userExists,
+    });
     expect(await jsonOf(await me(current.token))).toMatchObject({ status: 200, body: { email } });
     expect((await me(other.token)).status).toBe(200);
     expect((await login(email)).status).toBe(200);
@@ -342,7 +488,11 @@ describe("POST /auth/confirm-email-change", () => {
       [{ token: "  " }, "Token is required."],
       [{ token: 123456 }, "Token must be a string."],
     ] as const) {
-      expect(await textOf(await call("POST", "/auth/confirm-email-change", body, bearer(token)))).toEqual({ status: 400, type: TEXT, body: message });
+      expect(await textOf(await call("POST", "/auth/confirm-email-change", body, bearer(token)))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: message,
+      });
     }
   });
 });
@@ -355,12 +505,15 @@ describe("DELETE /auth/account", () => {
 
   it("deletes the account with its sessions, codes, login attempts and notes; every token dies at once; the address is free", async () => {
     const neighbour = await logIn(await account());
-    const kept = (await (await privateNotes("POST", "/notes", neighbour.token, { title: "theirs", content: "c" })).json()) as { id: number };
+    const kept = (await (
+      await privateNotes("POST", "/notes", neighbour.token, { title: "theirs", content: "c" })
+    ).json()) as { id: number };
     const email = await account();
     const current = await logIn(email);
     const other = await logIn(email);
     const userId = (await storedUser(email))!.id;
-    for (const title of ["mine 1", "mine 2"]) expect((await privateNotes("POST", "/notes", current.token, { title, content: "c" })).status).toBe(201);
+    for (const title of ["mine 1", "mine 2"])
+      expect((await privateNotes("POST", "/notes", current.token, { title, content: "c" })).status).toBe(201);
     await resetCode(email);
     expect((await login(email, "wrong password")).status).toBe(401);
 
@@ -373,7 +526,10 @@ describe("DELETE /auth/account", () => {
     expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE user_id = ?", userId)).toBe(0);
     expect(await count("SELECT count(*) AS n FROM notes WHERE user_id = ?", userId)).toBe(0);
     expect(await loginFailuresRow(email)).toBeNull();
-    expect(await jsonOf(await privateNotes("GET", `/notes/${kept.id}`, neighbour.token))).toMatchObject({ status: 200, body: { title: "theirs" } });
+    expect(await jsonOf(await privateNotes("GET", `/notes/${kept.id}`, neighbour.token))).toMatchObject({
+      status: 200,
+      body: { title: "theirs" },
+    });
 
     await expectEnded(current);
     await expectEnded(other);
@@ -383,12 +539,18 @@ describe("DELETE /auth/account", () => {
     // the old tokens name a live user again, with a live session, and stay dead all the same.
     expect((await quietRegister(email)).status).toBe(201);
     expect((await storedUser(email))!.id).toBe(userId);
-    expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(200);
+    expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(
+      200,
+    );
     const again = await logIn(email);
     expect((await me(again.token)).status).toBe(200);
     await expectEnded(current);
     await expectEnded(other);
-    expect(await jsonOf(await privateNotes("GET", "/notes", again.token))).toEqual({ status: 200, type: JSON_TYPE, body: [] });
+    expect(await jsonOf(await privateNotes("GET", "/notes", again.token))).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: [],
+    });
   });
 
   it("answers 401, never a 500, to a login that checked the password just before the deletion", async () => {
@@ -398,14 +560,22 @@ describe("DELETE /auth/account", () => {
     expect((await deleteAccount(token)).status).toBe(204);
 
     // The account it checked is gone: its session must not be written (nor fail on the foreign key).
-    expect(await textOf(await racing.release())).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await racing.release())).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
     expect(await storedUser(email)).toBeNull();
   });
 
   it("answers 401 for a wrong password and deletes nothing", async () => {
     const email = await account();
     const { token } = await logIn(email);
-    expect(await textOf(await deleteAccount(token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await deleteAccount(token, "not my password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
     expect(await storedUser(email)).not.toBeNull();
     expect((await me(token)).status).toBe(200);
   });
@@ -437,7 +607,11 @@ describe("DELETE /auth/account", () => {
       [{ password: null }, "Password is required."],
       [{ password: 12345678 }, "Password must be a string."],
     ] as const) {
-      expect(await textOf(await call("DELETE", "/auth/account", body, bearer(token)))).toEqual({ status: 400, type: TEXT, body: message });
+      expect(await textOf(await call("DELETE", "/auth/account", body, bearer(token)))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: message,
+      });
     }
     expect(await storedUser(email)).not.toBeNull();
   });
@@ -455,19 +629,35 @@ describe("malformed bodies on the new endpoints", () => {
   const endpoints: Array<[string, string, Record<string, unknown>, string]> = [
     ["POST", "/auth/forgot-password", { email: 1 }, "Email must be a string."],
     ["POST", "/auth/reset-password", { email: 1, token: 2, password: 3 }, "Email, token and password must be strings."],
-    ["POST", "/auth/change-password", { current_password: 1, new_password: 2 }, "Current and new password must be strings."],
+    [
+      "POST",
+      "/auth/change-password",
+      { current_password: 1, new_password: 2 },
+      "Current and new password must be strings.",
+    ],
     ["POST", "/auth/change-email", { password: 1, new_email: 2 }, "Password and new email must be strings."],
     ["POST", "/auth/confirm-email-change", { token: 123456 }, "Token must be a string."],
     ["DELETE", "/auth/account", { password: 1 }, "Password must be a string."],
   ];
 
-  it.each(endpoints)("%s %s answers 400 plain text for each, never a 500", async (method, path, numbers, numbersMessage) => {
-    const email = await account();
-    const { token } = await logIn(email);
-    for (const [label, body, message] of bodies) {
-      expect(await textOf(await call(method, path, body, bearer(token))), label).toEqual({ status: 400, type: TEXT, body: message });
-    }
-    expect(await textOf(await call(method, path, numbers, bearer(token)))).toEqual({ status: 400, type: TEXT, body: numbersMessage });
-    expect((await me(token)).status).toBe(200);
-  });
+  it.each(endpoints)(
+    "%s %s answers 400 plain text for each, never a 500",
+    async (method, path, numbers, numbersMessage) => {
+      const email = await account();
+      const { token } = await logIn(email);
+      for (const [label, body, message] of bodies) {
+        expect(await textOf(await call(method, path, body, bearer(token))), label).toEqual({
+          status: 400,
+          type: TEXT,
+          body: message,
+        });
+      }
+      expect(await textOf(await call(method, path, numbers, bearer(token)))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: numbersMessage,
+      });
+      expect((await me(token)).status).toBe(200);
+    },
+  );
 });

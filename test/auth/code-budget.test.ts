@@ -33,32 +33,50 @@ async function unverified(settings: Awaited<ReturnType<typeof budgetOf>>): Promi
   const email = randomEmail("budget");
   expect((await callWithEnv(settings, "POST", "/auth/register", { email, password: PASSWORD })).status).toBe(201);
   const row = await db
-    .prepare("SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)")
+    .prepare(
+      "SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)",
+    )
     .bind(email)
     .first<{ code: string }>();
   return { email, code: row!.code };
 }
 
 async function spent(): Promise<number> {
-  return (await db.prepare("SELECT count FROM deployment_windows WHERE name = 'failed_code_tries'").first<number>("count")) ?? 0;
+  return (
+    (await db
+      .prepare("SELECT count FROM deployment_windows WHERE name = 'failed_code_tries'")
+      .first<number>("count")) ?? 0
+  );
 }
 
 describe("the deployment-wide budget of failed code tries", () => {
   it("answers 429 to every wrong code once the hour's failed tries are used up, still lets a right code through (F6), and logs it", async () => {
     const settings = await budgetOf(3);
     const accounts = await Promise.all(Array.from({ length: 5 }, () => unverified(settings)));
-    const verify = (email: string, token: string) => callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
+    const verify = (email: string, token: string) =>
+      callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
     for (const { email, code } of accounts.slice(0, 3)) {
-      expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
+      expect(await textOf(await verify(email, otherCode(code)))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: Contract.invalidToken,
+      });
     }
     const logs = captureLogs();
     const [fourth, fifth] = accounts.slice(3) as [{ email: string; code: string }, { email: string; code: string }];
     const refused = await verify(fourth.email, otherCode(fourth.code));
     expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3500);
-    expect(await textOf(await verify(fifth.email, fifth.code))).toEqual({ status: 200, type: TEXT, body: Contract.emailVerified });
+    expect(await textOf(await verify(fifth.email, fifth.code))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: Contract.emailVerified,
+    });
     expect(logs.filter((line) => line.event === "failed_code_budget_exhausted")).toHaveLength(2);
-    expect(logs.find((line) => line.event === "failed_code_budget_exhausted")).toMatchObject({ level: "warn", limit: 3 });
+    expect(logs.find((line) => line.event === "failed_code_budget_exhausted")).toMatchObject({
+      level: "warn",
+      limit: 3,
+    });
     expect(await spent()).toBe(3);
   });
 
@@ -80,7 +98,9 @@ describe("the deployment-wide budget of failed code tries", () => {
     const settings = await budgetOf(10);
     const accounts = await Promise.all(Array.from({ length: 40 }, () => unverified(settings)));
     const answers = await Promise.all(
-      accounts.map(({ email, code }) => callWithEnv(settings, "POST", "/auth/verify-email", { email, token: otherCode(code) })),
+      accounts.map(({ email, code }) =>
+        callWithEnv(settings, "POST", "/auth/verify-email", { email, token: otherCode(code) }),
+      ),
     );
     expect(tally(answers)).toEqual({ 401: 10, 429: 30 });
     expect(await spent()).toBe(10);
@@ -89,18 +109,32 @@ describe("the deployment-wide budget of failed code tries", () => {
   it("refuses no right code after wrong codes for unknown addresses used the budget up (F6): verification and reset alike", async () => {
     const settings = await budgetOf(5);
     const owner = await unverified(settings);
-    const verify = (email: string, token: string) => callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
+    const verify = (email: string, token: string) =>
+      callWithEnv(settings, "POST", "/auth/verify-email", { email, token });
     const flood = await Promise.all(Array.from({ length: 8 }, () => verify(randomEmail("nobody"), "123456")));
     expect(tally(flood)).toEqual({ 401: 5, 429: 3 });
-    expect(await textOf(await verify(owner.email, otherCode(owner.code)))).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
-    expect(await textOf(await verify(owner.email, owner.code))).toEqual({ status: 200, type: TEXT, body: Contract.emailVerified });
+    expect(await textOf(await verify(owner.email, otherCode(owner.code)))).toEqual({
+      status: 429,
+      type: TEXT,
+      body: AuthMessage.codeBudgetExhausted,
+    });
+    expect(await textOf(await verify(owner.email, owner.code))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: Contract.emailVerified,
+    });
 
     // A reset asked for now: its right code goes through the exhausted budget too.
     const forgot = await callWithEnv(settings, "POST", "/auth/forgot-password", { email: owner.email });
     const { request_id: requestId } = await forgot.json<{ request_id: string }>();
-    const stored = await db.prepare("SELECT code FROM reset_requests WHERE id = ?").bind(requestId).first<string>("code");
+    const stored = await db
+      .prepare("SELECT code FROM reset_requests WHERE id = ?")
+      .bind(requestId)
+      .first<string>("code");
     const reset = { email: owner.email, request_id: requestId, password: "a brand new passphrase" };
-    expect((await callWithEnv(settings, "POST", "/auth/reset-password", { ...reset, token: otherCode(stored!) })).status).toBe(429);
+    expect(
+      (await callWithEnv(settings, "POST", "/auth/reset-password", { ...reset, token: otherCode(stored!) })).status,
+    ).toBe(429);
     expect((await callWithEnv(settings, "POST", "/auth/reset-password", { ...reset, token: stored })).status).toBe(200);
   });
 
@@ -122,8 +156,19 @@ describe("the deployment-wide budget of failed code tries", () => {
     expect((await callWithEnv(settings, "POST", "/auth/verify-email", { email, token: code })).status).toBe(200);
     const login = await callWithEnv(settings, "POST", "/auth/login", { email, password: PASSWORD });
     const { token } = await login.json<{ token: string }>();
-    const confirm = () => callWithEnv(settings, "POST", "/auth/confirm-email-change", { token: "123456" }, { Authorization: `Bearer ${token}` });
-    expect(await textOf(await confirm())).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidConfirmationCode });
+    const confirm = () =>
+      callWithEnv(
+        settings,
+        "POST",
+        "/auth/confirm-email-change",
+        { token: "123456" },
+        { Authorization: `Bearer ${token}` },
+      );
+    expect(await textOf(await confirm())).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidConfirmationCode,
+    });
     expect(await textOf(await confirm())).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
   });
 });

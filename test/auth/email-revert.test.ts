@@ -39,7 +39,12 @@ function revert(token: unknown): Promise<Response> {
 }
 
 /** An account whose address someone who knows its password has changed to one of theirs. */
-async function hijacked(): Promise<{ owner: string; thief: string; thiefTokens: Awaited<ReturnType<typeof logIn>>; revertToken: string }> {
+async function hijacked(): Promise<{
+  owner: string;
+  thief: string;
+  thiefTokens: Awaited<ReturnType<typeof logIn>>;
+  revertToken: string;
+}> {
   const owner = await account();
   const thief = randomEmail("thief");
   const thiefTokens = await logIn(owner);
@@ -53,15 +58,27 @@ describe("POST /auth/revert-email-change", () => {
     const { owner, thief, thiefTokens, revertToken } = await hijacked();
     const thiefSecondSession = await logIn(thief);
 
-    expect(await textOf(await revert(revertToken))).toEqual({ status: 200, type: TEXT, body: AuthMessage.emailChangeReverted });
+    expect(await textOf(await revert(revertToken))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.emailChangeReverted,
+    });
 
     expect((await storedUser(owner))?.email).toBe(owner);
     expect(await storedUser(thief)).toBeNull();
     await expectEnded(thiefTokens);
     await expectEnded(thiefSecondSession);
     // The password the thief knows opens nothing, under either address.
-    expect(await textOf(await login(owner, PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
-    expect(await textOf(await login(thief, PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(owner, PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
+    expect(await textOf(await login(thief, PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
     // The owner sets a new password through the mailbox they got back.
     expect((await reset(owner, await resetCode(owner))).status).toBe(200);
     expect((await login(owner, NEW_PASSWORD)).status).toBe(200);
@@ -70,7 +87,11 @@ describe("POST /auth/revert-email-change", () => {
   it("is used up by the revert: the same token again is refused", async () => {
     const { revertToken } = await hijacked();
     expect((await revert(revertToken)).status).toBe(200);
-    expect(await textOf(await revert(revertToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    expect(await textOf(await revert(revertToken))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRevertToken,
+    });
   });
 
   it("reverts exactly once when 20 requests with one token arrive together", async () => {
@@ -81,22 +102,38 @@ describe("POST /auth/revert-email-change", () => {
   });
 
   it("refuses an unknown token and one past its 7 days", async () => {
-    expect(await textOf(await revert("q3Jx8v0bYV3oQ1m2k5nR7w"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    expect(await textOf(await revert("q3Jx8v0bYV3oQ1m2k5nR7w"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRevertToken,
+    });
     const { owner, thief, revertToken } = await hijacked();
-    await env.DB.prepare("UPDATE email_change_reverts SET expires_at = ? WHERE user_id = (SELECT id FROM users WHERE email = ?)")
+    await env.DB.prepare(
+      "UPDATE email_change_reverts SET expires_at = ? WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+    )
       .bind(Date.now() - 1, thief)
       .run();
-    expect(await textOf(await revert(revertToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    expect(await textOf(await revert(revertToken))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRevertToken,
+    });
     expect(await storedUser(owner)).toBeNull();
   });
 
   it("keeps the old address reserved while its token lives: registering it, or another account's change to it, is a 409 (F7)", async () => {
     const { owner, revertToken } = await hijacked();
-    expect(await textOf(await register(owner, "someone else's password"))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
+    expect(await textOf(await register(owner, "someone else's password"))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: Contract.userExists,
+    });
     const other = await account();
     const { token } = await logIn(other);
     await pastCooldown(other);
-    expect(await textOf(await call("POST", "/auth/change-email", { password: PASSWORD, new_email: owner }, bearer(token)))).toEqual({
+    expect(
+      await textOf(await call("POST", "/auth/change-email", { password: PASSWORD, new_email: owner }, bearer(token))),
+    ).toEqual({
       status: 409,
       type: TEXT,
       body: Contract.userExists,
@@ -107,15 +144,23 @@ describe("POST /auth/revert-email-change", () => {
 
   it("frees the old address once the token has expired", async () => {
     const { owner } = await hijacked();
-    await env.DB.prepare("UPDATE email_change_reverts SET expires_at = ? WHERE old_email = ?").bind(Date.now() - 1, owner).run();
+    await env.DB.prepare("UPDATE email_change_reverts SET expires_at = ? WHERE old_email = ?")
+      .bind(Date.now() - 1, owner)
+      .run();
     expect((await register(owner, "someone else's password")).status).toBe(201);
   });
 
   it("answers 409 while another account holds the old address after all, and keeps the token for when it is free again", async () => {
     const { owner, thief, revertToken } = await hijacked();
     // Only a row from before reservations existed can hold it: written directly.
-    await env.DB.prepare("INSERT INTO users (email, password, isVerified, createdAt) VALUES (?, 'x', 1, ?)").bind(owner, Date.now()).run();
-    expect(await textOf(await revert(revertToken))).toEqual({ status: 409, type: TEXT, body: AuthMessage.revertAddressTaken });
+    await env.DB.prepare("INSERT INTO users (email, password, isVerified, createdAt) VALUES (?, 'x', 1, ?)")
+      .bind(owner, Date.now())
+      .run();
+    expect(await textOf(await revert(revertToken))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: AuthMessage.revertAddressTaken,
+    });
     expect((await storedUser(thief))?.email).toBe(thief);
 
     await env.DB.prepare("DELETE FROM users WHERE email = ?").bind(owner).run();
@@ -132,7 +177,11 @@ describe("POST /auth/revert-email-change", () => {
 
     expect((await revert(thiefsToken)).status).toBe(200);
     expect((await storedUser(thief))?.email).toBe(thief);
-    expect(await textOf(await revert(revertToken))).toEqual({ status: 200, type: TEXT, body: AuthMessage.emailChangeReverted });
+    expect(await textOf(await revert(revertToken))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.emailChangeReverted,
+    });
     expect((await storedUser(owner))?.email).toBe(owner);
     // The thief cannot reset through their address: it is not the account's any more.
     expect(await storedUser(thief)).toBeNull();
@@ -144,7 +193,9 @@ describe("POST /auth/revert-email-change", () => {
     const enrolled = await call("POST", "/auth/mfa/totp", { password: PASSWORD }, bearer(thiefTokens.token));
     expect(enrolled.status).toBe(200);
     // Confirmed as the thief's app would (the step claimed far ahead, so no real code is needed here).
-    await env.DB.prepare("UPDATE mfa_factors SET status = 'active', last_used_step = 1 WHERE user_id = ?").bind(userId).run();
+    await env.DB.prepare("UPDATE mfa_factors SET status = 'active', last_used_step = 1 WHERE user_id = ?")
+      .bind(userId)
+      .run();
     await env.DB.prepare("INSERT INTO mfa_recovery_codes (user_id, code_hash) VALUES (?, 'h')").bind(userId).run();
 
     expect((await revert(revertToken)).status).toBe(200);
@@ -165,7 +216,9 @@ describe("POST /auth/revert-email-change", () => {
     const page = await call("GET", `${link.pathname}${link.search}`);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toBe("text/html; charset=UTF-8");
-    expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/);
+    expect(page.headers.get("content-security-policy")).toMatch(
+      /^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/,
+    );
     expect(page.headers.get("referrer-policy")).toBe("no-referrer");
     expect(await page.text()).toContain('fetch("revert-email-change", { method: "POST"');
     // Opening it (as a mail scanner would) changed nothing.
@@ -177,10 +230,22 @@ describe("POST /auth/revert-email-change", () => {
     const owner = await account();
     const { token } = await logIn(owner);
     const code = await emailChangeCode(owner, token, randomEmail("new"));
-    expect((await callWithEnv({ APP_URL: "https://app.example.com" }, "POST", "/auth/confirm-email-change", { token: code }, bearer(token))).status).toBe(200);
+    expect(
+      (
+        await callWithEnv(
+          { APP_URL: "https://app.example.com" },
+          "POST",
+          "/auth/confirm-email-change",
+          { token: code },
+          bearer(token),
+        )
+      ).status,
+    ).toBe(200);
     const [notice] = await mailsWithSubject(owner, "Your Email Address Was Changed");
     const revertToken = await revertTokenMailed(owner);
-    expect(notice!.text).toContain(`undo the change within 7 days: https://app.example.com/revert-email-change?token=${revertToken}`);
+    expect(notice!.text).toContain(
+      `undo the change within 7 days: https://app.example.com/revert-email-change?token=${revertToken}`,
+    );
   });
 
   it("mails the address it takes the account from (F9)", async () => {
@@ -200,13 +265,21 @@ describe("POST /auth/revert-email-change", () => {
 
     expect((await revert(revertToken)).status).toBe(200);
     expect((await storedUser(owner))?.email).toBe(owner);
-    expect(await textOf(await revert(thiefsToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRevertToken });
+    expect(await textOf(await revert(thiefsToken))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRevertToken,
+    });
   });
 
   it.each([
     [{}, AuthMessage.tokenRequired],
     [{ token: 42 }, AuthMessage.tokenString],
   ])("answers 400 for %j", async (body, message) => {
-    expect(await textOf(await call("POST", "/auth/revert-email-change", body))).toEqual({ status: 400, type: TEXT, body: message });
+    expect(await textOf(await call("POST", "/auth/revert-email-change", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: message,
+    });
   });
 });

@@ -6,7 +6,30 @@ import { issueDeviceToken } from "../../src/auth/session/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { bearer, call, callWithEnv, CodePrefix, codesMailed, fireCron, JSON_TYPE, jsonOf, logIn, me, NEW_PASSWORD, otherCode, PASSWORD, randomEmail, register, reset, resetCode, storedUser, tally, TEXT, textOf, verifiedAccount } from "../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  CodePrefix,
+  codesMailed,
+  fireCron,
+  JSON_TYPE,
+  jsonOf,
+  logIn,
+  me,
+  NEW_PASSWORD,
+  otherCode,
+  PASSWORD,
+  randomEmail,
+  register,
+  reset,
+  resetCode,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+  verifiedAccount,
+} from "../helpers";
 
 /**
  * The limits an attacker who knows only an address runs into, and that they cannot turn against the
@@ -23,7 +46,11 @@ const LoginAnswer = v.strictObject({
 type LoginAnswer = v.InferOutput<typeof LoginAnswer>;
 
 function loginFrom(email: string, password: string, deviceToken?: unknown): Promise<Response> {
-  return call("POST", "/auth/login", deviceToken === undefined ? { email, password } : { email, password, device_token: deviceToken });
+  return call(
+    "POST",
+    "/auth/login",
+    deviceToken === undefined ? { email, password } : { email, password, device_token: deviceToken },
+  );
 }
 
 /** Logs in (expecting 200) and returns the answer, checked against its shape. */
@@ -42,7 +69,9 @@ function wrongLogins(email: string, count: number, deviceToken?: unknown): Promi
 }
 
 async function addressLockedUntil(email: string): Promise<number | null> {
-  return env.DB.prepare("SELECT lockedUntil FROM login_failures WHERE email = ?").bind(email).first<number>("lockedUntil");
+  return env.DB.prepare("SELECT lockedUntil FROM login_failures WHERE email = ?")
+    .bind(email)
+    .first<number>("lockedUntil");
 }
 
 async function deviceRow(deviceToken: string) {
@@ -66,7 +95,11 @@ describe("device tokens (POST /auth/login)", () => {
     const { device_token: device } = await loggedIn(email);
 
     expect(tally(await wrongLogins(email, 40))).toEqual({ 401: 10, 429: 30 });
-    expect(await textOf(await loginFrom(email, PASSWORD))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    expect(await textOf(await loginFrom(email, PASSWORD))).toEqual({
+      status: 429,
+      type: TEXT,
+      body: AuthMessage.loginLocked,
+    });
 
     await loggedIn(email, device);
     // The device's success neither counted against the address nor lifted its lock.
@@ -81,7 +114,11 @@ describe("device tokens (POST /auth/login)", () => {
 
     const responses = await wrongLogins(email, 40, device);
     expect(tally(responses)).toEqual({ 401: 5, 429: 35 });
-    expect(await textOf(responses.find((response) => response.status === 401)!)).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(responses.find((response) => response.status === 401)!)).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
     const refused = responses.find((response) => response.status === 429)!;
     expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(14 * 60);
@@ -117,7 +154,10 @@ describe("device tokens (POST /auth/login)", () => {
   it.each([
     ["a token whose MAC is altered", (token: string) => token.slice(0, -2) + (token.endsWith("AA") ? "BA" : "AA")],
     ["a token whose device id is altered", (token: string) => (token.startsWith("A") ? "B" : "A") + token.slice(1)],
-    ["a token whose expiry is pushed back", (token: string) => token.replace(/\.([0-9]+)\./, (_match, expiry: string) => `.${Number(expiry) + 1}.`)],
+    [
+      "a token whose expiry is pushed back",
+      (token: string) => token.replace(/\.([0-9]+)\./, (_match, expiry: string) => `.${Number(expiry) + 1}.`),
+    ],
     ["a garbled string", () => "not a device token"],
     ["an empty string", () => ""],
     ["a number", () => 12345],
@@ -130,12 +170,20 @@ describe("device tokens (POST /auth/login)", () => {
     await loggedIn(email, spoilt);
     // ...and no way past the address's lock.
     expect(tally(await wrongLogins(email, 12, spoilt))).toEqual({ 401: 10, 429: 2 });
-    expect(await textOf(await loginFrom(email, PASSWORD, spoilt))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    expect(await textOf(await loginFrom(email, PASSWORD, spoilt))).toEqual({
+      status: 429,
+      type: TEXT,
+      body: AuthMessage.loginLocked,
+    });
   });
 
   it("counts an expired token for nothing", async () => {
     const email = await verifiedAccount();
-    const expired = await issueDeviceToken(env.JWT_SECRET_KEY, { id: (await storedUser(email))!.id, email }, Date.now() - 181 * DAY);
+    const expired = await issueDeviceToken(
+      env.JWT_SECRET_KEY,
+      { id: (await storedUser(email))!.id, email },
+      Date.now() - 181 * DAY,
+    );
     expect(tally(await wrongLogins(email, 11, expired))).toEqual({ 401: 10, 429: 1 });
     expect((await loginFrom(email, PASSWORD, expired)).status).toBe(429);
   });
@@ -143,7 +191,12 @@ describe("device tokens (POST /auth/login)", () => {
   it("keeps a device's token across a password change (F11): the device that changed it logs in with it while the address is locked", async () => {
     const email = await verifiedAccount();
     const { device_token: device, token } = await loggedIn(email);
-    const change = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, bearer(token));
+    const change = await call(
+      "POST",
+      "/auth/change-password",
+      { current_password: PASSWORD, new_password: NEW_PASSWORD },
+      bearer(token),
+    );
     expect(change.status).toBe(200);
     expect(tally(await wrongLogins(email, 12))).toEqual({ 401: 10, 429: 2 });
     const again = await loginFrom(email, NEW_PASSWORD, device);
@@ -165,11 +218,15 @@ describe("device tokens (POST /auth/login)", () => {
     // Someone who knew the old password gathered a token per login, a while before the reset (token times
     // have whole seconds, so they are minted as those logins did, ten seconds ago).
     const id = (await storedUser(email))!.id;
-    const gathered = await Promise.all(Array.from({ length: 6 }, () => issueDeviceToken(env.JWT_SECRET_KEY, { id, email }, Date.now() - 10_000)));
+    const gathered = await Promise.all(
+      Array.from({ length: 6 }, () => issueDeviceToken(env.JWT_SECRET_KEY, { id, email }, Date.now() - 10_000)),
+    );
     expect((await reset(email, await resetCode(email))).status).toBe(200);
     const owners = v.parse(LoginAnswer, await (await loginFrom(email, NEW_PASSWORD)).json()).device_token;
 
-    const answers = await Promise.all(gathered.flatMap((device) => Array.from({ length: 5 }, () => loginFrom(email, "wrong password", device))));
+    const answers = await Promise.all(
+      gathered.flatMap((device) => Array.from({ length: 5 }, () => loginFrom(email, "wrong password", device))),
+    );
     // 10 judged on their devices' runs, 10 on the address's (the tenth locks it), the rest refused.
     expect(tally(answers)).toEqual({ 401: 20, 429: 10 });
     // The owner's device, which signed in since the reset, is judged on its own failures and gets in.
@@ -183,9 +240,18 @@ describe("device tokens (POST /auth/login)", () => {
     expect(body).toEqual({
       status: 200,
       type: JSON_TYPE,
-      body: { token: expect.any(String), refresh_token: expect.any(String), expires_in: 3600, device_token: expect.any(String) },
+      body: {
+        token: expect.any(String),
+        refresh_token: expect.any(String),
+        expires_in: 3600,
+        device_token: expect.any(String),
+      },
     });
-    expect(await textOf(await loginFrom(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await loginFrom(randomEmail(), PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 });
 
@@ -193,36 +259,48 @@ describe("device tokens (POST /auth/login)", () => {
 const recheck = {
   "change-password": (token: string, password: string) =>
     call("POST", "/auth/change-password", { current_password: password, new_password: NEW_PASSWORD }, bearer(token)),
-  "change-email": (token: string, password: string) => call("POST", "/auth/change-email", { password, new_email: randomEmail("new") }, bearer(token)),
+  "change-email": (token: string, password: string) =>
+    call("POST", "/auth/change-email", { password, new_email: randomEmail("new") }, bearer(token)),
   "delete-account": (token: string, password: string) => call("DELETE", "/auth/account", { password }, bearer(token)),
 };
 const recheckNames = Object.keys(recheck) as Array<keyof typeof recheck>;
 
 async function sessionFailures(token: string): Promise<number | null> {
-  return env.DB.prepare("SELECT password_failures FROM sessions WHERE id = ?").bind(String(decodeJwt(token).sid)).first<number>("password_failures");
+  return env.DB.prepare("SELECT password_failures FROM sessions WHERE id = ?")
+    .bind(String(decodeJwt(token).sid))
+    .first<number>("password_failures");
 }
 
 describe("password re-checks of a session (change-password, change-email, delete-account)", () => {
-  it.each(recheckNames)("%s: of 40 wrong passwords sent together, 5 are checked and the session ends; the rest of the account is untouched", async (name) => {
-    const email = await verifiedAccount();
-    const { token } = await logIn(email);
-    const other = await logIn(email);
+  it.each(recheckNames)(
+    "%s: of 40 wrong passwords sent together, 5 are checked and the session ends; the rest of the account is untouched",
+    async (name) => {
+      const email = await verifiedAccount();
+      const { token } = await logIn(email);
+      const other = await logIn(email);
 
-    const responses = await Promise.all(Array.from({ length: 40 }, () => recheck[name](token, "not my password")));
-    expect(tally(responses)).toEqual({ 401: 40 });
-    const bodies = await Promise.all(responses.map((response) => response.text()));
-    expect(bodies.filter((body) => body === AuthMessage.wrongPassword)).toHaveLength(5);
-    expect(bodies.filter((body) => body === AuthMessage.invalidAccessToken)).toHaveLength(35);
+      const responses = await Promise.all(Array.from({ length: 40 }, () => recheck[name](token, "not my password")));
+      expect(tally(responses)).toEqual({ 401: 40 });
+      const bodies = await Promise.all(responses.map((response) => response.text()));
+      expect(bodies.filter((body) => body === AuthMessage.wrongPassword)).toHaveLength(5);
+      expect(bodies.filter((body) => body === AuthMessage.invalidAccessToken)).toHaveLength(35);
 
-    // That session is over, the right password included; the owner's other session and the address's
-    // login are as they were, and nothing was changed.
-    expect(await textOf(await recheck[name](token, PASSWORD))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
-    expect((await me(token)).status).toBe(401);
-    expect((await me(other.token)).status).toBe(200);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email).first("n")).toBe(0);
-    expect((await loginFrom(email, PASSWORD)).status).toBe(200);
-    expect(await storedUser(email)).not.toBeNull();
-  });
+      // That session is over, the right password included; the owner's other session and the address's
+      // login are as they were, and nothing was changed.
+      expect(await textOf(await recheck[name](token, PASSWORD))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidAccessToken,
+      });
+      expect((await me(token)).status).toBe(401);
+      expect((await me(other.token)).status).toBe(200);
+      expect(
+        await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email).first("n"),
+      ).toBe(0);
+      expect((await loginFrom(email, PASSWORD)).status).toBe(200);
+      expect(await storedUser(email)).not.toBeNull();
+    },
+  );
 
   it("works for the owner's session while the address's login is locked", async () => {
     const email = await verifiedAccount();
@@ -237,16 +315,24 @@ describe("password re-checks of a session (change-password, change-email, delete
     for (let i = 0; i < 4; i++) expect((await recheck["change-email"](token, "not my password")).status).toBe(401);
     expect(await sessionFailures(token)).toBe(4);
     // Changing to the current address is refused only after the password check.
-    const sameAddress = () => call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(token));
+    const sameAddress = () =>
+      call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(token));
     for (let i = 0; i < 3; i++) expect((await sameAddress()).status).toBe(400);
     expect(await sessionFailures(token)).toBe(4);
     // The fifth wrong one ends it.
-    expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await recheck["change-email"](token, "not my password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
     expect(await sessionFailures(token)).toBeNull();
   });
 });
 
-const ForgotAnswer = v.strictObject({ message: v.literal(AuthMessage.resetRequested), request_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/)) });
+const ForgotAnswer = v.strictObject({
+  message: v.literal(AuthMessage.resetRequested),
+  request_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/)),
+});
 
 /** A client's address, fresh per call, so that per-client counts never carry over between tests. */
 function randomIp(): string {
@@ -264,7 +350,13 @@ async function forgotFrom(email: string, ip: string, bindings: Partial<Env> = {}
   return { answer, requestId: v.parse(ForgotAnswer, answer.body).request_id };
 }
 
-function resetWith(email: string, requestId: string, token: string, password = NEW_PASSWORD, headers: Record<string, string> = {}): Promise<Response> {
+function resetWith(
+  email: string,
+  requestId: string,
+  token: string,
+  password = NEW_PASSWORD,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return call("POST", "/auth/reset-password", { email, request_id: requestId, token, password }, headers);
 }
 
@@ -273,7 +365,11 @@ const resetMailCodes = (email: string) => codesMailed(email, CodePrefix.reset);
 
 /** The tries each of `requestIds` has had at its code (null for a request that stored no code). */
 async function triesOf(requestIds: string[]): Promise<Array<number | null>> {
-  return Promise.all(requestIds.map((id) => env.DB.prepare("SELECT attempts FROM reset_requests WHERE id = ?").bind(id).first<number>("attempts")));
+  return Promise.all(
+    requestIds.map((id) =>
+      env.DB.prepare("SELECT attempts FROM reset_requests WHERE id = ?").bind(id).first<number>("attempts"),
+    ),
+  );
 }
 
 describe("reset codes bound to their request (forgot-password, reset-password)", () => {
@@ -285,9 +381,15 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const throttled = await verifiedAccount();
     await forgotFrom(throttled, ip); // the client's mail to it; the next within the minute sends nothing
 
-    const answers = await Promise.all([known, unverified, randomEmail(), throttled].map((email) => forgotFrom(email, ip)));
+    const answers = await Promise.all(
+      [known, unverified, randomEmail(), throttled].map((email) => forgotFrom(email, ip)),
+    );
     for (const { answer } of answers) {
-      expect(answer).toEqual({ status: 200, type: JSON_TYPE, body: { message: AuthMessage.resetRequested, request_id: expect.any(String) } });
+      expect(answer).toEqual({
+        status: 200,
+        type: JSON_TYPE,
+        body: { message: AuthMessage.resetRequested, request_id: expect.any(String) },
+      });
     }
     expect(new Set(answers.map(({ requestId }) => requestId)).size).toBe(4);
     expect(await resetMailCodes(throttled)).toHaveLength(1);
@@ -299,18 +401,28 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const [code] = await resetMailCodes(email);
     // The attacker's own requests (their mails go to the owner) and ids made up.
     const attackerIp = randomIp();
-    const attacker = [await forgotFrom(email, attackerIp), await forgotFrom(email, randomIp())].map(({ requestId }) => requestId);
+    const attacker = [await forgotFrom(email, attackerIp), await forgotFrom(email, randomIp())].map(
+      ({ requestId }) => requestId,
+    );
     const madeUp = ["AAAAAAAAAAAAAAAAAAAAAA", "not a request id"];
     const ids = [...attacker, ...madeUp];
 
-    const guesses = Array.from({ length: 40 }, (_, i) => resetWith(email, ids[i % ids.length]!, i % 8 === 0 ? code! : otherCode(code!)));
+    const guesses = Array.from({ length: 40 }, (_, i) =>
+      resetWith(email, ids[i % ids.length]!, i % 8 === 0 ? code! : otherCode(code!)),
+    );
     const responses = await Promise.all(guesses);
     expect(tally(responses)).toEqual({ 401: 40 });
-    expect(new Set(await Promise.all(responses.map((response) => response.text())))).toEqual(new Set([AuthMessage.invalidResetCode]));
+    expect(new Set(await Promise.all(responses.map((response) => response.text())))).toEqual(
+      new Set([AuthMessage.invalidResetCode]),
+    );
 
     // Five tries at most at each of the attacker's codes, none at the owner's, and the owner's code works.
     expect(await triesOf([owner.requestId, ...attacker])).toEqual([0, 5, 5]);
-    expect(await textOf(await resetWith(email, owner.requestId, code!))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
+    expect(await textOf(await resetWith(email, owner.requestId, code!))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });
 
@@ -318,12 +430,18 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const email = await verifiedAccount();
     const { requestId } = await forgotFrom(email, randomIp());
     const [code] = await resetMailCodes(email);
-    const responses = await Promise.all(Array.from({ length: 40 }, () => resetWith(email, requestId, otherCode(code!))));
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, () => resetWith(email, requestId, otherCode(code!))),
+    );
     expect(tally(responses)).toEqual({ 401: 40 });
     expect(await triesOf([requestId])).toEqual([5]);
     // After the burst: within it, the right code could claim one of the five tries (the database's order is
     // not the client's), and would then rightly reset.
-    expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await resetWith(email, requestId, code!))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     expect(await triesOf([requestId])).toEqual([5]);
     expect((await loginFrom(email, PASSWORD)).status).toBe(200);
   });
@@ -335,7 +453,11 @@ describe("reset codes bound to their request (forgot-password, reset-password)",
     const other = await forgotFrom(email, randomIp());
     const elsewhere = await forgotFrom(await verifiedAccount(), randomIp());
     for (const requestId of [other.requestId, elsewhere.requestId]) {
-      expect(await textOf(await resetWith(email, requestId, code!))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+      expect(await textOf(await resetWith(email, requestId, code!))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidResetCode,
+      });
     }
     // A request id of another address does not even reach that address's code.
     expect(await triesOf([mine.requestId, other.requestId, elsewhere.requestId])).toEqual([0, 1, 0]);
@@ -368,13 +490,19 @@ describe("reset mail the attacker cannot use up (forgot-password)", () => {
     const email = await verifiedAccount();
     await Promise.all(Array.from({ length: 40 }, () => forgotFrom(email, randomIp())));
     expect(await resetMailCodes(email)).toHaveLength(5);
-    expect(await env.DB.prepare("SELECT mails_in_window FROM reset_mail_allowances WHERE email = ? AND client = '*'").bind(email).first("mails_in_window")).toBe(5);
+    expect(
+      await env.DB.prepare("SELECT mails_in_window FROM reset_mail_allowances WHERE email = ? AND client = '*'")
+        .bind(email)
+        .first("mails_in_window"),
+    ).toBe(5);
   });
 
   it("stores nothing for an address without an account", async () => {
     const unknown = randomEmail();
     await forgotFrom(unknown, randomIp());
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM reset_mail_allowances WHERE email = ?").bind(unknown).first("n")).toBe(0);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM reset_mail_allowances WHERE email = ?").bind(unknown).first("n"),
+    ).toBe(0);
   });
 });
 
@@ -390,21 +518,35 @@ describe("the lock-out script, replayed", () => {
     // more forgot-password calls, 30 requests in all, each group as one burst.
     const attackerIp = randomIp();
     const asAttacker = { "CF-Connecting-IP": attackerIp };
-    const withLimiter = (method: string, path: string, body: unknown) => callWithEnv({ RATE_LIMITS: "on" }, method, path, body, asAttacker);
-    const logins = await Promise.all(Array.from({ length: 10 }, () => withLimiter("POST", "/auth/login", { email, password: "wrong password" })));
+    const withLimiter = (method: string, path: string, body: unknown) =>
+      callWithEnv({ RATE_LIMITS: "on" }, method, path, body, asAttacker);
+    const logins = await Promise.all(
+      Array.from({ length: 10 }, () => withLimiter("POST", "/auth/login", { email, password: "wrong password" })),
+    );
     expect(tally(logins)).toEqual({ 401: 10 });
-    const firstForgets = await Promise.all(Array.from({ length: 3 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })));
+    const firstForgets = await Promise.all(
+      Array.from({ length: 3 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })),
+    );
     const attackerIds = firstForgets.map(({ requestId }) => requestId);
     const guesses = await Promise.all(
       Array.from({ length: 15 }, (_, i) =>
-        withLimiter("POST", "/auth/reset-password", { email, request_id: attackerIds[i % 3], token: String(100_000 + i), password: NEW_PASSWORD }),
+        withLimiter("POST", "/auth/reset-password", {
+          email,
+          request_id: attackerIds[i % 3],
+          token: String(100_000 + i),
+          password: NEW_PASSWORD,
+        }),
       ),
     );
     expect(tally(guesses)).toEqual({ 401: 15 });
-    const laterForgets = await Promise.all(Array.from({ length: 2 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })));
+    const laterForgets = await Promise.all(
+      Array.from({ length: 2 }, () => forgotFrom(email, attackerIp, { RATE_LIMITS: "on" })),
+    );
     for (const { answer } of [...firstForgets, ...laterForgets]) expect(answer.status).toBe(200);
     // And with an access token stolen from one of the owner's sessions: 40 wrong password re-checks.
-    const rechecks = await Promise.all(Array.from({ length: 40 }, (_, i) => recheck[recheckNames[i % 3]!](stolen.token, "not my password")));
+    const rechecks = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => recheck[recheckNames[i % 3]!](stolen.token, "not my password")),
+    );
     expect(tally(rechecks)).toEqual({ 401: 40 });
 
     // What the attacker got: the address's 10 password checks, 5 on the stolen session (which is over),
@@ -425,7 +567,11 @@ describe("the lock-out script, replayed", () => {
     expect((await me(again.token)).status).toBe(200);
     // ...still passes the password re-check from a live session (changing to the current address is
     // refused only after the check)...
-    expect(await textOf(await call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(ownersSession)))).toEqual({
+    expect(
+      await textOf(
+        await call("POST", "/auth/change-email", { password: PASSWORD, new_email: email }, bearer(ownersSession)),
+      ),
+    ).toEqual({
       status: 400,
       type: TEXT,
       body: "The new email is the current one.",
@@ -434,8 +580,16 @@ describe("the lock-out script, replayed", () => {
     const owner = await forgotFrom(email, randomIp());
     const codes = await resetMailCodes(email);
     expect(codes).toHaveLength(attackerMails.length + 1);
-    expect(await textOf(await resetWith(email, owner.requestId, codes.at(-1)!))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
-    expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await resetWith(email, owner.requestId, codes.at(-1)!))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
+    expect(await textOf(await loginFrom(email, PASSWORD, ownersDevice))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
     expect((await loginFrom(email, NEW_PASSWORD, ownersDevice)).status).toBe(200);
     expect((await loginFrom(email, NEW_PASSWORD)).status).toBe(200);
   });
@@ -446,17 +600,26 @@ describe("the hourly clean-up of what these limits keep", () => {
     const email = await verifiedAccount();
     const { device_token: staleDevice } = await loggedIn(email);
     const { device_token: liveDevice } = await loggedIn(email);
-    for (const device of [staleDevice, liveDevice]) expect((await loginFrom(email, "wrong password", device)).status).toBe(401);
-    await env.DB.prepare("UPDATE device_login_failures SET last_attempt_at = ? WHERE device_id = ?").bind(Date.now() - DAY - 60_000, deviceIdOf(staleDevice)).run();
+    for (const device of [staleDevice, liveDevice])
+      expect((await loginFrom(email, "wrong password", device)).status).toBe(401);
+    await env.DB.prepare("UPDATE device_login_failures SET last_attempt_at = ? WHERE device_id = ?")
+      .bind(Date.now() - DAY - 60_000, deviceIdOf(staleDevice))
+      .run();
     const expired = await forgotFrom(email, randomIp());
     const live = await forgotFrom(email, randomIp());
-    await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, expired.requestId).run();
-    await env.DB.prepare("UPDATE reset_mail_allowances SET window_start = ? WHERE email = ? AND client <> '*'").bind(Date.now() - 2 * 60 * 60_000, email).run();
+    await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, expired.requestId)
+      .run();
+    await env.DB.prepare("UPDATE reset_mail_allowances SET window_start = ? WHERE email = ? AND client <> '*'")
+      .bind(Date.now() - 2 * 60 * 60_000, email)
+      .run();
 
     await fireCron();
     expect(await deviceRow(staleDevice)).toBeNull();
     expect(await deviceRow(liveDevice)).toMatchObject({ failures: 1 });
     expect(await triesOf([expired.requestId, live.requestId])).toEqual([null, 0]);
-    expect(await env.DB.prepare("SELECT client FROM reset_mail_allowances WHERE email = ?").bind(email).all()).toMatchObject({ results: [{ client: "*" }] });
+    expect(
+      await env.DB.prepare("SELECT client FROM reset_mail_allowances WHERE email = ?").bind(email).all(),
+    ).toMatchObject({ results: [{ client: "*" }] });
   });
 });

@@ -1,7 +1,10 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "../../src/auth/account/email-change";
+import {
+  EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+  EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
+} from "../../src/auth/account/email-change";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY, HOUR } from "../../src/lib/units";
 import { Contract } from "../contract";
@@ -72,21 +75,36 @@ describe("the deployment's mail budget", () => {
     const responses = await Promise.all(addresses.map((email) => registerWith(settings, email)));
 
     expect(tally(responses)).toEqual({ 201: 40 });
-    expect(await Promise.all(responses.map((response) => response.text()))).toEqual(Array(40).fill(Contract.userCreated));
+    expect(await Promise.all(responses.map((response) => response.text()))).toEqual(
+      Array(40).fill(Contract.userCreated),
+    );
     const mailed = await verificationMails(addresses);
     expect(mailed.filter((count) => count === 1)).toHaveLength(3);
     expect(mailed.filter((count) => count === 0)).toHaveLength(37);
     const refused = logs.filter((line) => line.event === "mail_budget_exhausted");
     expect(refused).toHaveLength(37);
-    expect(refused[0]).toMatchObject({ level: "warn", kind: "verification", audience: "unverified", budget: "unverified_hourly", limit: 3 });
+    expect(refused[0]).toMatchObject({
+      level: "warn",
+      kind: "verification",
+      audience: "unverified",
+      budget: "unverified_hourly",
+      limit: 3,
+    });
     // Every refused account still exists, unverified, with its code stored: a resend later can mail it.
-    expect(await db.prepare("SELECT count(*) AS n FROM users WHERE email LIKE 'budget-%' AND isVerified = 0").first("n")).toBeGreaterThanOrEqual(40);
+    expect(
+      await db.prepare("SELECT count(*) AS n FROM users WHERE email LIKE 'budget-%' AND isVerified = 0").first("n"),
+    ).toBeGreaterThanOrEqual(40);
   });
 
   it("refuses one at a time once the hour is used up, and sends again in the next hour", async () => {
     const settings = await budgetOf(4);
     const [first, second, third, fourth] = Array.from({ length: 4 }, () => randomEmail("budget"));
-    for (const email of [first!, second!, third!]) expect(await textOf(await registerWith(settings, email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
+    for (const email of [first!, second!, third!])
+      expect(await textOf(await registerWith(settings, email))).toEqual({
+        status: 201,
+        type: TEXT,
+        body: Contract.userCreated,
+      });
     expect(await verificationMails([first!, second!, third!])).toEqual([1, 1, 0]);
 
     await age("mails_hourly", HOUR);
@@ -101,7 +119,10 @@ describe("the deployment's mail budget", () => {
     const addresses = Array.from({ length: 3 }, () => randomEmail("budget"));
     for (const email of addresses) expect((await registerWith(settings, email)).status).toBe(201);
     expect(await verificationMails(addresses)).toEqual([1, 1, 0]);
-    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({ budget: "unverified_daily", limit: 2 });
+    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({
+      budget: "unverified_daily",
+      limit: 2,
+    });
 
     // A new hour is not a new day...
     await age("mails_hourly", HOUR);
@@ -120,7 +141,9 @@ describe("the deployment's mail budget", () => {
   it("never lets a refused mail use up the other budget: a mail refused by the day gives its hour back", async () => {
     const settings = await budgetOf(100, 1);
     for (const email of Array.from({ length: 4 }, () => randomEmail("budget"))) await registerWith(settings, email);
-    const row = await db.prepare("SELECT count FROM deployment_windows WHERE name = 'mails_hourly'").first<number>("count");
+    const row = await db
+      .prepare("SELECT count FROM deployment_windows WHERE name = 'mails_hourly'")
+      .first<number>("count");
     expect(row).toBe(1);
   });
 });
@@ -132,7 +155,9 @@ describe("mail to unverified addresses cannot take the whole budget (F1)", () =>
     const email = randomEmail("owner");
     expect((await registerWith(settings, email)).status).toBe(201);
     const code = await db
-      .prepare("SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)")
+      .prepare(
+        "SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)",
+      )
       .bind(email)
       .first<string>("code");
     expect((await callWithEnv(settings, "POST", "/auth/verify-email", { email, token: code })).status).toBe(200);
@@ -143,7 +168,15 @@ describe("mail to unverified addresses cannot take the whole budget (F1)", () =>
     const owner = await verifiedOnBudgetDb();
     const settings = await budgetOf(10, 60);
     const flood = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => callWithEnv(settings, "POST", "/auth/register", { email: randomEmail("flood"), password: PASSWORD }, { "CF-Connecting-IP": `198.51.100.${i + 1}` })),
+      Array.from({ length: 40 }, (_, i) =>
+        callWithEnv(
+          settings,
+          "POST",
+          "/auth/register",
+          { email: randomEmail("flood"), password: PASSWORD },
+          { "CF-Connecting-IP": `198.51.100.${i + 1}` },
+        ),
+      ),
     );
     expect(tally(flood)).toEqual({ 201: 40 });
     expect(await db.prepare("SELECT count FROM deployment_windows WHERE name = 'mails_hourly'").first("count")).toBe(5);
@@ -156,12 +189,35 @@ describe("mail to unverified addresses cannot take the whole budget (F1)", () =>
     const settings = { ...(await budgetOf(1_000)), MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "3" };
     const logs = captureLogs();
     const fromOne = Array.from({ length: 8 }, () => randomEmail("one-client"));
-    const answers = await Promise.all(fromOne.map((email) => callWithEnv(settings, "POST", "/auth/register", { email, password: PASSWORD }, { "CF-Connecting-IP": "192.0.2.1" })));
+    const answers = await Promise.all(
+      fromOne.map((email) =>
+        callWithEnv(
+          settings,
+          "POST",
+          "/auth/register",
+          { email, password: PASSWORD },
+          { "CF-Connecting-IP": "192.0.2.1" },
+        ),
+      ),
+    );
     expect(tally(answers)).toEqual({ 201: 8 });
     expect((await verificationMails(fromOne)).filter((count) => count === 1)).toHaveLength(3);
-    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({ budget: "unverified_client", limit: 3 });
+    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({
+      budget: "unverified_client",
+      limit: 3,
+    });
     const other = randomEmail("other-client");
-    expect((await callWithEnv(settings, "POST", "/auth/register", { email: other, password: PASSWORD }, { "CF-Connecting-IP": "192.0.2.2" })).status).toBe(201);
+    expect(
+      (
+        await callWithEnv(
+          settings,
+          "POST",
+          "/auth/register",
+          { email: other, password: PASSWORD },
+          { "CF-Connecting-IP": "192.0.2.2" },
+        )
+      ).status,
+    ).toBe(201);
     expect(await verificationMails([other])).toEqual([1]);
   });
 
@@ -203,12 +259,19 @@ describe("the caps per target address of an e-mail change", () => {
     const logs = captureLogs();
     const responses = await Promise.all(tokens.map((token) => changeEmail(token, target)));
 
-    expect(tally(responses)).toEqual({ 200: EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, 429: 5 - EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR });
+    expect(tally(responses)).toEqual({
+      200: EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+      429: 5 - EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+    });
     const refused = responses.find((response) => response.status === 429)!;
     expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.emailChangeThrottled });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(HOUR / 1000 - 60);
-    expect(await mailsWithSubject(target, Subject.confirmNewEmail)).toHaveLength(EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR);
-    expect(logs.filter((line) => line.event === "email_change_target_throttled")).toHaveLength(5 - EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR);
+    expect(await mailsWithSubject(target, Subject.confirmNewEmail)).toHaveLength(
+      EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+    );
+    expect(logs.filter((line) => line.event === "email_change_target_throttled")).toHaveLength(
+      5 - EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+    );
   });
 
   it("leaves an account refused by the target's cap its own mail allowance", async () => {
@@ -231,10 +294,15 @@ describe("the caps per target address of an e-mail change", () => {
 
     // Five wrong tries with each account's code: fifteen the codes alone would allow.
     const wrong = tokens.flatMap((token, i) =>
-      Array.from({ length: 5 }, () => call("POST", "/auth/confirm-email-change", { token: otherCode(codes[i]!) }, bearer(token))),
+      Array.from({ length: 5 }, () =>
+        call("POST", "/auth/confirm-email-change", { token: otherCode(codes[i]!) }, bearer(token)),
+      ),
     );
     const responses = await Promise.all(wrong);
-    expect(tally(responses)).toEqual({ 401: EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, 429: 15 - EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR });
+    expect(tally(responses)).toEqual({
+      401: EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
+      429: 15 - EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
+    });
     const refused = responses.find((response) => response.status === 429)!;
     expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeThrottled });
   });
@@ -246,14 +314,20 @@ describe("the caps per target address of an e-mail change", () => {
     const [ownerCode] = await codesMailed(target, CodePrefix.emailChange);
     expect((await changeEmail(other!, target)).status).toBe(200);
     for (let i = 0; i < 4; i++) {
-      expect((await call("POST", "/auth/confirm-email-change", { token: otherCode(ownerCode!) }, bearer(other!))).status).toBe(401);
+      expect(
+        (await call("POST", "/auth/confirm-email-change", { token: otherCode(ownerCode!) }, bearer(other!))).status,
+      ).toBe(401);
     }
-    expect(await textOf(await call("POST", "/auth/confirm-email-change", { token: ownerCode }, bearer(owner!)))).toEqual({
+    expect(
+      await textOf(await call("POST", "/auth/confirm-email-change", { token: ownerCode }, bearer(owner!))),
+    ).toEqual({
       status: 200,
       type: TEXT,
       body: AuthMessage.emailChanged,
     });
-    const row = await env.DB.prepare("SELECT count FROM deployment_windows WHERE name = ?").bind(`email_change_tries:${target}`).first<number>("count");
+    const row = await env.DB.prepare("SELECT count FROM deployment_windows WHERE name = ?")
+      .bind(`email_change_tries:${target}`)
+      .first<number>("count");
     expect(row).toBe(4);
   });
 });

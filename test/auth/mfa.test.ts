@@ -44,9 +44,19 @@ afterEach(() => {
 });
 
 const Enrolment = v.object({ secret: v.pipe(v.string(), v.regex(/^[A-Z2-7]{32}$/)), otpauth_uri: v.string() });
-const RecoveryCodes = v.object({ recovery_codes: v.pipe(v.array(v.pipe(v.string(), v.regex(/^[0-9A-HJKMNP-TV-Z]{5}(-[0-9A-HJKMNP-TV-Z]{5}){3}$/))), v.length(10)) });
+const RecoveryCodes = v.object({
+  recovery_codes: v.pipe(
+    v.array(v.pipe(v.string(), v.regex(/^[0-9A-HJKMNP-TV-Z]{5}(-[0-9A-HJKMNP-TV-Z]{5}){3}$/))),
+    v.length(10),
+  ),
+});
 const Challenge = v.strictObject({ mfa_required: v.literal(true), mfa_token: v.string(), expires_in: v.literal(300) });
-const LoginTokens = v.object({ token: v.string(), refresh_token: v.string(), expires_in: v.literal(3600), device_token: v.string() });
+const LoginTokens = v.object({
+  token: v.string(),
+  refresh_token: v.string(),
+  expires_in: v.literal(3600),
+  device_token: v.string(),
+});
 
 /** The code of the authenticator app `offset` steps from now. */
 const codeAt = (secret: Uint8Array, offset = 0) => totpAt(secret, stepAt(Date.now()) + offset);
@@ -55,7 +65,10 @@ async function enrol(token: string, password = PASSWORD) {
   return call("POST", "/auth/mfa/totp", { password }, bearer(token));
 }
 
-/** An account with two-factor authentication on (confirmed with the current step): its secret, recovery codes and session. */
+/**
+ * An account with two-factor authentication on (confirmed with the current step): its secret, recovery codes and
+ * session.
+ */
 async function withFactor() {
   const email = await account();
   const session = await logIn2(email);
@@ -81,8 +94,10 @@ async function challenge(email: string): Promise<string> {
   return v.parse(Challenge, await response.json()).mfa_token;
 }
 
-const verify = (mfaToken: string, proof: { code: string } | { recovery_code: string }) => call("POST", "/auth/mfa/verify", { mfa_token: mfaToken, ...proof });
-const sessionsOf = async (email: string) => count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", (await storedUser(email))!.id);
+const verify = (mfaToken: string, proof: { code: string } | { recovery_code: string }) =>
+  call("POST", "/auth/mfa/verify", { mfa_token: mfaToken, ...proof });
+const sessionsOf = async (email: string) =>
+  count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", (await storedUser(email))!.id);
 
 describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
   it("answers a 160-bit base32 secret and the otpauth URI, and turns the factor on with a code of it", async () => {
@@ -92,20 +107,40 @@ describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
     expect(enrolled.headers.get("cache-control")).toBe("no-store");
     const { secret, otpauth_uri: uri } = v.parse(Enrolment, await enrolled.json());
     expect(base32Decode(secret)).toHaveLength(20);
-    expect(uri).toBe(`otpauth://totp/Notes%20API:${encodeURIComponent(email)}?secret=${secret}&issuer=Notes+API&algorithm=SHA1&digits=6&period=30`);
+    expect(uri).toBe(
+      `otpauth://totp/Notes%20API:${encodeURIComponent(email)}?secret=${secret}&issuer=Notes+API&algorithm=SHA1&digits=6&period=30`,
+    );
     // Pending: /auth/me says off, and a login needs no second factor yet.
-    expect(v.parse(v.object({ mfa: v.object({ totp: v.boolean() }) }), await (await me(token)).json()).mfa.totp).toBe(false);
+    expect(v.parse(v.object({ mfa: v.object({ totp: v.boolean() }) }), await (await me(token)).json()).mfa.totp).toBe(
+      false,
+    );
 
-    expect(await textOf(await call("POST", "/auth/mfa/totp/confirm", { code: "000000" === (await codeAt(base32Decode(secret))) ? "111111" : "000000" }, bearer(token)))).toEqual({
+    expect(
+      await textOf(
+        await call(
+          "POST",
+          "/auth/mfa/totp/confirm",
+          { code: "000000" === (await codeAt(base32Decode(secret))) ? "111111" : "000000" },
+          bearer(token),
+        ),
+      ),
+    ).toEqual({
       status: 401,
       type: TEXT,
       body: AuthMessage.invalidMfaCode,
     });
-    const confirmed = await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(base32Decode(secret)) }, bearer(token));
+    const confirmed = await call(
+      "POST",
+      "/auth/mfa/totp/confirm",
+      { code: await codeAt(base32Decode(secret)) },
+      bearer(token),
+    );
     expect(confirmed.status).toBe(200);
     const { recovery_codes: codes } = v.parse(RecoveryCodes, await confirmed.json());
     expect(new Set(codes).size).toBe(10);
-    expect(await jsonOf(await me(token))).toMatchObject({ body: { mfa: { totp: true, recovery_codes_remaining: 10 } } });
+    expect(await jsonOf(await me(token))).toMatchObject({
+      body: { mfa: { totp: true, recovery_codes_remaining: 10 } },
+    });
     expect(await mailsWithSubject(email, "Two-Factor Authentication Turned On")).toHaveLength(1);
   });
 
@@ -116,10 +151,20 @@ describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
     const second = v.parse(Enrolment, await (await enrol(token)).json());
     expect(second.secret).not.toBe(first.secret);
     // Only the newest secret confirms.
-    expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(base32Decode(first.secret)) }, bearer(token))).status).toBe(401);
-    expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(base32Decode(second.secret)) }, bearer(token))).status).toBe(200);
+    expect(
+      (await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(base32Decode(first.secret)) }, bearer(token)))
+        .status,
+    ).toBe(401);
+    expect(
+      (await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(base32Decode(second.secret)) }, bearer(token)))
+        .status,
+    ).toBe(200);
     expect(await textOf(await enrol(token))).toEqual({ status: 409, type: TEXT, body: AuthMessage.mfaAlreadyActive });
-    expect(await textOf(await enrol(token, "wrong password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await enrol(token, "wrong password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
   });
 
   it("never accepts the confirming code again, and says why", async () => {
@@ -128,18 +173,28 @@ describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
     const key = base32Decode(v.parse(Enrolment, await (await enrol(token)).json()).secret);
     const code = await codeAt(key);
     expect((await call("POST", "/auth/mfa/totp/confirm", { code }, bearer(token))).status).toBe(200);
-    expect(await textOf(await verify(await challenge(email), { code }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.mfaCodeReused });
-    expect(AuthMessage.mfaCodeReused).toBe("This authentication code was already used. Wait for the next one in your authenticator app.");
+    expect(await textOf(await verify(await challenge(email), { code }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.mfaCodeReused,
+    });
+    expect(AuthMessage.mfaCodeReused).toBe(
+      "This authentication code was already used. Wait for the next one in your authenticator app.",
+    );
   });
 
   it("keeps the secret sealed at rest and the recovery codes hashed, and logs none of them", async () => {
     const logs = captureLogs();
     const { email, key, recoveryCodes } = await withFactor();
     const userId = (await storedUser(email))!.id;
-    const row = await env.DB.prepare("SELECT sealed_secret FROM mfa_factors WHERE user_id = ?").bind(userId).first<{ sealed_secret: string }>();
+    const row = await env.DB.prepare("SELECT sealed_secret FROM mfa_factors WHERE user_id = ?")
+      .bind(userId)
+      .first<{ sealed_secret: string }>();
     expect(row!.sealed_secret).toMatch(/^v1\.[0-9a-f]{12}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(row!.sealed_secret).not.toContain(base32Encode(key));
-    const stored = await env.DB.prepare("SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?").bind(userId).all<{ code_hash: string }>();
+    const stored = await env.DB.prepare("SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?")
+      .bind(userId)
+      .all<{ code_hash: string }>();
     expect(stored.results.map((r) => r.code_hash).every((hash) => /^[0-9a-f]{64}$/.test(hash))).toBe(true);
     const mfaToken = await challenge(email);
     const code = await codeAt(key, 1);
@@ -150,13 +205,27 @@ describe("enrolment (POST /auth/mfa/totp, /auth/mfa/totp/confirm)", () => {
 
   it("opens secrets sealed under the previous key while MFA_ENCRYPTION_KEY is rotated", async () => {
     const { email, key } = await withFactor();
-    const rotated = { MFA_ENCRYPTION_KEY: "a brand new encryption secret, 32+ bytes", MFA_ENCRYPTION_KEY_PREVIOUS: env.JWT_SECRET_KEY };
-    const sealedBefore = await env.DB.prepare("SELECT sealed_secret FROM mfa_factors WHERE user_id = (SELECT id FROM users WHERE email = ?)").bind(email).first<string>("sealed_secret");
+    const rotated = {
+      MFA_ENCRYPTION_KEY: "a brand new encryption secret, 32+ bytes",
+      MFA_ENCRYPTION_KEY_PREVIOUS: env.JWT_SECRET_KEY,
+    };
+    const sealedBefore = await env.DB.prepare(
+      "SELECT sealed_secret FROM mfa_factors WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+    )
+      .bind(email)
+      .first<string>("sealed_secret");
     const first = await callWithEnv(rotated, "POST", "/auth/login", { email, password: PASSWORD });
     const { mfa_token: mfaToken } = v.parse(Challenge, await first.json());
-    expect((await callWithEnv(rotated, "POST", "/auth/mfa/verify", { mfa_token: mfaToken, code: await codeAt(key, 1) })).status).toBe(200);
+    expect(
+      (await callWithEnv(rotated, "POST", "/auth/mfa/verify", { mfa_token: mfaToken, code: await codeAt(key, 1) }))
+        .status,
+    ).toBe(200);
     // The accepted code sealed the secret again under the new key: the previous one is no longer needed.
-    const resealed = await env.DB.prepare("SELECT sealed_secret FROM mfa_factors WHERE user_id = (SELECT id FROM users WHERE email = ?)").bind(email).first<string>("sealed_secret");
+    const resealed = await env.DB.prepare(
+      "SELECT sealed_secret FROM mfa_factors WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+    )
+      .bind(email)
+      .first<string>("sealed_secret");
     expect(await open(resealed!, [rotated.MFA_ENCRYPTION_KEY])).toEqual(key);
     expect(await open(sealedBefore!, [rotated.MFA_ENCRYPTION_KEY])).toBeUndefined();
     expect(resealed).not.toBe(sealedBefore);
@@ -180,12 +249,20 @@ describe("login with a second factor", () => {
     // A refresh continues a session that passed the gate: no second factor asked.
     expect((await refresh(session.refresh_token)).status).toBe(200);
     // The token died with its first success.
-    expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaToken });
+    expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidMfaToken,
+    });
   });
 
   it("keeps every other answer of the spec: a wrong password 401, an unknown address 401", async () => {
     const { email } = await withFactor();
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(email, "wrong password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it("gives an mfa_token 5 tries, even under a burst of 20 wrong codes, and none after 5 minutes", async () => {
@@ -200,8 +277,16 @@ describe("login with a second factor", () => {
     expect((await verify(mfaToken, { code: right })).status).toBe(401);
 
     const expired = await challenge(email);
-    await env.DB.prepare("UPDATE mfa_challenges SET expires_at = ? WHERE user_id = (SELECT id FROM users WHERE email = ?)").bind(Date.now() - 1, email).run();
-    expect(await textOf(await verify(expired, { code: right }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaToken });
+    await env.DB.prepare(
+      "UPDATE mfa_challenges SET expires_at = ? WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+    )
+      .bind(Date.now() - 1, email)
+      .run();
+    expect(await textOf(await verify(expired, { code: right }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidMfaToken,
+    });
   });
 
   it("opens exactly one session for 5 concurrent right verifies of one mfa_token", async () => {
@@ -231,10 +316,16 @@ describe("login with a second factor", () => {
     const right = await codeAt(key, 1);
     const wrong = right === "999999" ? "888888" : "999999";
     // Eight failed attempts on the address (a right password ends its own run, so they come after it).
-    await env.DB.prepare("INSERT INTO login_failures (email, failures, lockedUntil, lastAttemptAt) VALUES (?, 8, 0, ?)").bind(email, Date.now()).run();
+    await env.DB.prepare("INSERT INTO login_failures (email, failures, lockedUntil, lastAttemptAt) VALUES (?, 8, 0, ?)")
+      .bind(email, Date.now())
+      .run();
     expect((await verify(mfaToken, { code: wrong })).status).toBe(401);
     expect((await verify(mfaToken, { code: wrong })).status).toBe(401);
-    expect(await textOf(await verify(mfaToken, { code: right }))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    expect(await textOf(await verify(mfaToken, { code: right }))).toEqual({
+      status: 429,
+      type: TEXT,
+      body: AuthMessage.loginLocked,
+    });
     expect(await textOf(await login(email))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
   });
 
@@ -250,7 +341,11 @@ describe("login with a second factor", () => {
     const mfaToken = await challenge(email);
     expect((await reset(email, await resetCode(email))).status).toBe(200);
     const before = await sessionsOf(email);
-    expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await verify(mfaToken, { code: await codeAt(key, 1) }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
     expect(await sessionsOf(email)).toBe(before);
   });
 });
@@ -274,7 +369,12 @@ describe("wrong codes capped per account (F2)", () => {
     // The attack: the right password (which ends the address's run of attempts) and 5 guesses, twice.
     for (let round = 0; round < 2; round++) {
       const mfaToken = await challenge(email);
-      for (let i = 0; i < 5; i++) expect(await textOf(await verify(mfaToken, { code: wrong }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
+      for (let i = 0; i < 5; i++)
+        expect(await textOf(await verify(mfaToken, { code: wrong }))).toEqual({
+          status: 401,
+          type: TEXT,
+          body: AuthMessage.invalidMfaCode,
+        });
     }
     const refused = await verify(await challenge(email), { code: await codeAt(key, 1) });
     expect(refused.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
@@ -292,12 +392,22 @@ describe("wrong codes capped per account (F2)", () => {
     for (let i = 0; i < 8; i++) devices.push(v.parse(LoginTokens, await (await login(email)).json()).device_token);
     const session = await logIn2(email);
     const key = base32Decode(v.parse(Enrolment, await (await enrol(session.token)).json()).secret);
-    expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(key) }, bearer(session.token))).status).toBe(200);
+    expect(
+      (await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(key) }, bearer(session.token))).status,
+    ).toBe(200);
     const tokens = await Promise.all(
-      devices.map(async (device) => v.parse(Challenge, await (await call("POST", "/auth/login", { email, password: PASSWORD, device_token: device })).json()).mfa_token),
+      devices.map(
+        async (device) =>
+          v.parse(
+            Challenge,
+            await (await call("POST", "/auth/login", { email, password: PASSWORD, device_token: device })).json(),
+          ).mfa_token,
+      ),
     );
     const wrong = await wrongCode(key);
-    const answers = await Promise.all(tokens.flatMap((mfaToken) => Array.from({ length: 5 }, () => verify(mfaToken, { code: wrong }))));
+    const answers = await Promise.all(
+      tokens.flatMap((mfaToken) => Array.from({ length: 5 }, () => verify(mfaToken, { code: wrong }))),
+    );
     expect(tally(answers)).toEqual({ 401: 10, 429: 30 });
     // Each device's run is locked now; the address's is not, and the right code is refused all the same.
     expect(await textOf(await verify(await challenge(email), { code: await codeAt(key, 1) }))).toEqual(capped);
@@ -307,12 +417,16 @@ describe("wrong codes capped per account (F2)", () => {
   it("counts the step-up's wrong codes too: a capped account's step-up answers 429 and keeps the session", async () => {
     const { email, key, session } = await withFactor();
     const wrong = await wrongCode(key);
-    await env.DB.prepare("UPDATE mfa_factors SET wrong_window_start = ?, wrong_in_window = 10 WHERE user_id = (SELECT id FROM users WHERE email = ?)")
+    await env.DB.prepare(
+      "UPDATE mfa_factors SET wrong_window_start = ?, wrong_in_window = 10 WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+    )
       .bind(Date.now(), email)
       .run();
     const body = { current_password: PASSWORD, new_password: NEW_PASSWORD, code: await codeAt(key, 1) };
     expect(await textOf(await call("POST", "/auth/change-password", body, bearer(session.token)))).toEqual(capped);
-    expect(await textOf(await call("POST", "/auth/change-password", { ...body, code: wrong }, bearer(session.token)))).toEqual(capped);
+    expect(
+      await textOf(await call("POST", "/auth/change-password", { ...body, code: wrong }, bearer(session.token))),
+    ).toEqual(capped);
     expect((await me(session.token)).status).toBe(200);
   });
 });
@@ -324,7 +438,9 @@ describe("turning the factor on (F12)", () => {
     const { key, session } = await (async () => {
       const mine = await logIn2(email);
       const secret = base32Decode(v.parse(Enrolment, await (await enrol(mine.token)).json()).secret);
-      expect((await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(secret) }, bearer(mine.token))).status).toBe(200);
+      expect(
+        (await call("POST", "/auth/mfa/totp/confirm", { code: await codeAt(secret) }, bearer(mine.token))).status,
+      ).toBe(200);
       return { key: secret, session: mine };
     })();
     await expectEnded(other);
@@ -338,8 +454,13 @@ describe("turning the factor on (F12)", () => {
 describe("how a session was opened (amr)", () => {
   /** The `amr` of the session of `token`, as GET /auth/sessions shows it and as D1 holds it. */
   async function amrOf(token: string) {
-    const list = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as Array<{ current: boolean; amr: string[] }>;
-    const stored = await env.DB.prepare("SELECT amr FROM sessions WHERE id = ?").bind(sessionIdOf(token)).first<string>("amr");
+    const list = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as Array<{
+      current: boolean;
+      amr: string[];
+    }>;
+    const stored = await env.DB.prepare("SELECT amr FROM sessions WHERE id = ?")
+      .bind(sessionIdOf(token))
+      .first<string>("amr");
     return { shown: list.find((session) => session.current)?.amr, stored };
   }
 
@@ -350,13 +471,19 @@ describe("how a session was opened (amr)", () => {
 
   it("records a password and a TOTP code as pwd otp mfa", async () => {
     const { email, key } = await withFactor();
-    const tokens = v.parse(LoginTokens, await (await verify(await challenge(email), { code: await codeAt(key, 1) })).json());
+    const tokens = v.parse(
+      LoginTokens,
+      await (await verify(await challenge(email), { code: await codeAt(key, 1) })).json(),
+    );
     expect(await amrOf(tokens.token)).toEqual({ shown: ["pwd", "otp", "mfa"], stored: "pwd otp mfa" });
   });
 
   it("records a password and a recovery code as pwd rec mfa", async () => {
     const { email, recoveryCodes } = await withFactor();
-    const tokens = v.parse(LoginTokens, await (await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).json());
+    const tokens = v.parse(
+      LoginTokens,
+      await (await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).json(),
+    );
     expect(await amrOf(tokens.token)).toEqual({ shown: ["pwd", "rec", "mfa"], stored: "pwd rec mfa" });
   });
 });
@@ -366,7 +493,11 @@ describe("recovery codes", () => {
     const { email, recoveryCodes } = await withFactor();
     const typed = recoveryCodes[0]!.toLowerCase().replace(/-/g, " ").replace(/0/g, "o").replace(/1/g, "l");
     expect((await verify(await challenge(email), { recovery_code: typed })).status).toBe(200);
-    expect(await textOf(await verify(await challenge(email), { recovery_code: recoveryCodes[0]! }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
+    expect(await textOf(await verify(await challenge(email), { recovery_code: recoveryCodes[0]! }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidMfaCode,
+    });
     const notices = await mailsWithSubject(email, "Recovery Code Used");
     expect(notices.at(-1)?.text).toContain("9 recovery codes are left");
   });
@@ -375,13 +506,20 @@ describe("recovery codes", () => {
     const { email, recoveryCodes } = await withFactor();
     const tokens: string[] = [];
     for (let i = 0; i < 10; i++) tokens.push(await challenge(email));
-    const responses = await Promise.all(tokens.map((mfaToken) => verify(mfaToken, { recovery_code: recoveryCodes[1]! })));
+    const responses = await Promise.all(
+      tokens.map((mfaToken) => verify(mfaToken, { recovery_code: recoveryCodes[1]! })),
+    );
     expect(tally(responses)).toEqual({ 200: 1, 401: 9 });
   });
 
   it("are replaced by a new set for a current code; the old set dies", async () => {
     const { email, key, recoveryCodes, session } = await withFactor();
-    const response = await call("POST", "/auth/mfa/recovery-codes", { code: await codeAt(key, 1) }, bearer(session.token));
+    const response = await call(
+      "POST",
+      "/auth/mfa/recovery-codes",
+      { code: await codeAt(key, 1) },
+      bearer(session.token),
+    );
     const fresh = v.parse(RecoveryCodes, await response.json()).recovery_codes;
     expect(fresh).not.toContain(recoveryCodes[0]);
     expect((await verify(await challenge(email), { recovery_code: recoveryCodes[0]! })).status).toBe(401);
@@ -392,7 +530,8 @@ describe("recovery codes", () => {
     const { email, recoveryCodes, session } = await withFactor();
     const response = await call("POST", "/auth/mfa/recovery-codes", { code: recoveryCodes[0]! }, bearer(session.token));
     const fresh = v.parse(RecoveryCodes, await response.json()).recovery_codes;
-    for (const old of recoveryCodes.slice(0, 2)) expect((await verify(await challenge(email), { recovery_code: old })).status).toBe(401);
+    for (const old of recoveryCodes.slice(0, 2))
+      expect((await verify(await challenge(email), { recovery_code: old })).status).toBe(401);
     expect((await verify(await challenge(email), { recovery_code: fresh[0]! })).status).toBe(200);
   });
 });
@@ -402,26 +541,61 @@ describe("step-up and removal", () => {
     ["change-password", "POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }],
     ["change-email", "POST", "/auth/change-email", { password: PASSWORD, new_email: "stepped@example.com" }],
     ["delete account", "DELETE", "/auth/account", { password: PASSWORD }],
-  ] as const)("%s needs a current code while the factor is on: none or a wrong one is a 401, a recovery code passes", async (_name, method, path, body) => {
-    const { recoveryCodes, session } = await withFactor();
-    expect(await textOf(await call(method, path, body, bearer(session.token)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.mfaCodeRequired });
-    expect(await textOf(await call(method, path, { ...body, code: "12345" }, bearer(session.token)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
-    const passed = await call(method, path, { ...body, new_email: `stepped-${crypto.randomUUID()}@example.com`, code: recoveryCodes[2]! }, bearer(session.token));
-    expect([200, 204]).toContain(passed.status);
-  });
+  ] as const)(
+    "%s needs a current code while the factor is on: none or a wrong one is a 401, a recovery code passes",
+    async (_name, method, path, body) => {
+      const { recoveryCodes, session } = await withFactor();
+      expect(await textOf(await call(method, path, body, bearer(session.token)))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.mfaCodeRequired,
+      });
+      expect(await textOf(await call(method, path, { ...body, code: "12345" }, bearer(session.token)))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidMfaCode,
+      });
+      const passed = await call(
+        method,
+        path,
+        { ...body, new_email: `stepped-${crypto.randomUUID()}@example.com`, code: recoveryCodes[2]! },
+        bearer(session.token),
+      );
+      expect([200, 204]).toContain(passed.status);
+    },
+  );
 
   it("turns the factor off with the password and a code: 204, other sessions end, a notice, and logins ask no code", async () => {
     const { email, key, recoveryCodes, session } = await withFactor();
-    const other = v.parse(LoginTokens, await (await verify(await challenge(email), { code: await codeAt(key, 1) })).json());
-    expect(await textOf(await call("DELETE", "/auth/mfa/totp", { password: PASSWORD }, bearer(session.token)))).toEqual({ status: 400, type: TEXT, body: AuthMessage.codeRequired });
-    expect(await textOf(await call("DELETE", "/auth/mfa/totp", { password: "wrong password", code: recoveryCodes[3]! }, bearer(session.token)))).toEqual({
+    const other = v.parse(
+      LoginTokens,
+      await (await verify(await challenge(email), { code: await codeAt(key, 1) })).json(),
+    );
+    expect(await textOf(await call("DELETE", "/auth/mfa/totp", { password: PASSWORD }, bearer(session.token)))).toEqual(
+      { status: 400, type: TEXT, body: AuthMessage.codeRequired },
+    );
+    expect(
+      await textOf(
+        await call(
+          "DELETE",
+          "/auth/mfa/totp",
+          { password: "wrong password", code: recoveryCodes[3]! },
+          bearer(session.token),
+        ),
+      ),
+    ).toEqual({
       status: 401,
       type: TEXT,
       body: AuthMessage.wrongPassword,
     });
-    expect((await call("DELETE", "/auth/mfa/totp", { password: PASSWORD, code: recoveryCodes[3]! }, bearer(session.token))).status).toBe(204);
+    expect(
+      (await call("DELETE", "/auth/mfa/totp", { password: PASSWORD, code: recoveryCodes[3]! }, bearer(session.token)))
+        .status,
+    ).toBe(204);
     await expectEnded(other);
-    expect(await jsonOf(await me(session.token))).toMatchObject({ body: { mfa: { totp: false, recovery_codes_remaining: 0 } } });
+    expect(await jsonOf(await me(session.token))).toMatchObject({
+      body: { mfa: { totp: false, recovery_codes_remaining: 0 } },
+    });
     expect(await mailsWithSubject(email, "Two-Factor Authentication Turned Off")).toHaveLength(1);
     expect(v.parse(LoginTokens, await (await login(email)).json()).token).not.toBe("");
   });

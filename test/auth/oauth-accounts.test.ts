@@ -53,15 +53,22 @@ const idOf = async (tokens: Tokens) => Number(((await (await me(tokens.token)).j
 
 /** Turns TOTP on for the caller (no password needed for a fresh session of an account without one): the secret. */
 async function turnOnTotp(token: string, password?: string): Promise<Uint8Array> {
-  const enrolled = (await (await call("POST", "/auth/mfa/totp", password === undefined ? {} : { password }, bearer(token))).json()) as { secret: string };
+  const enrolled = (await (
+    await call("POST", "/auth/mfa/totp", password === undefined ? {} : { password }, bearer(token))
+  ).json()) as { secret: string };
   const secret = base32Decode(enrolled.secret);
-  expect((await call("POST", "/auth/mfa/totp/confirm", { code: await totpAt(secret, stepAt(Date.now())) }, bearer(token))).status).toBe(200);
+  expect(
+    (await call("POST", "/auth/mfa/totp/confirm", { code: await totpAt(secret, stepAt(Date.now())) }, bearer(token)))
+      .status,
+  ).toBe(200);
   return secret;
 }
 
 /** Moves the session of `token` back so that it was opened longer ago than a step-up accepts. */
 async function ageSession(token: string): Promise<void> {
-  await env.DB.prepare("UPDATE sessions SET created_at = ? WHERE id = ?").bind(Date.now() - RECENT_SIGN_IN_MS - 1000, sessionIdOf(token)).run();
+  await env.DB.prepare("UPDATE sessions SET created_at = ? WHERE id = ?")
+    .bind(Date.now() - RECENT_SIGN_IN_MS - 1000, sessionIdOf(token))
+    .run();
 }
 
 describe("account resolution", () => {
@@ -72,7 +79,9 @@ describe("account resolution", () => {
     const later = randomEmail("later");
     const again = await nativeTokens({ sub, email: later, email_verified: false });
     expect(await idOf(again)).toBe(await idOf(first));
-    expect(await jsonOf(await me(again.token))).toMatchObject({ body: { email, identities: [{ provider: "google", email: later }] } });
+    expect(await jsonOf(await me(again.token))).toMatchObject({
+      body: { email, identities: [{ provider: "google", email: later }] },
+    });
     expect(await storedUser(later)).toBeNull();
   });
 
@@ -101,7 +110,9 @@ describe("account resolution", () => {
     const before = await storedUser(email);
     const tokens = await socialLogIn("google", identityClaims({ email: email.toUpperCase() }));
     expect(await idOf(tokens)).toBe(before!.id);
-    expect(await jsonOf(await me(tokens.token))).toMatchObject({ body: { identities: [{ provider: "google", email }], has_password: true } });
+    expect(await jsonOf(await me(tokens.token))).toMatchObject({
+      body: { identities: [{ provider: "google", email }], has_password: true },
+    });
     expect((await login(email)).status).toBe(200);
     expect(await storedUser(email)).toMatchObject({ password: before!.password, sign_in_epoch: before!.sign_in_epoch });
   });
@@ -112,14 +123,24 @@ describe("account resolution", () => {
     const squatted = await storedUser(email);
     expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE user_id = ?", squatted!.id)).toBe(1);
     // No sign-in opens a session for an unverified account; one written here stands for any the squatter could hold.
-    await env.DB.prepare("INSERT INTO sessions (id, user_id, created_at, last_used_at, expires_at) VALUES (?, ?, ?, ?, ?)")
+    await env.DB.prepare(
+      "INSERT INTO sessions (id, user_id, created_at, last_used_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+    )
       .bind("squatter-session", squatted!.id, Date.now(), Date.now(), Date.now() + 60_000)
       .run();
 
     const tokens = await socialLogIn("google", identityClaims({ email }));
     expect(await idOf(tokens)).toBe(squatted!.id);
-    expect(await storedUser(email)).toMatchObject({ isVerified: 1, password: "!", sign_in_epoch: squatted!.sign_in_epoch + 1 });
-    expect(await textOf(await login(email, "the squatter's password"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidCredentials });
+    expect(await storedUser(email)).toMatchObject({
+      isVerified: 1,
+      password: "!",
+      sign_in_epoch: squatted!.sign_in_epoch + 1,
+    });
+    expect(await textOf(await login(email, "the squatter's password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidCredentials,
+    });
     expect(await count("SELECT count(*) AS n FROM one_time_codes WHERE user_id = ?", squatted!.id)).toBe(0);
     expect(await count("SELECT count(*) AS n FROM sessions WHERE id = 'squatter-session'")).toBe(0);
     expect(await jsonOf(await me(tokens.token))).toMatchObject({ body: { verified: true, has_password: false } });
@@ -128,10 +149,16 @@ describe("account resolution", () => {
   it("refuses to make or link an account for an address that is reserved, or whose account has another identity of the provider (409)", async () => {
     const reservedEmail = randomEmail("reserved");
     const holder = await storedUser(await account());
-    await env.DB.prepare("INSERT INTO email_change_reverts (token_hash, user_id, old_email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
+    await env.DB.prepare(
+      "INSERT INTO email_change_reverts (token_hash, user_id, old_email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+    )
       .bind(crypto.randomUUID(), holder!.id, reservedEmail, Date.now(), Date.now() + 60_000)
       .run();
-    const conflict = { status: 409, type: JSON_TYPE, body: { error: "account_conflict", error_description: AuthMessage.accountConflict } };
+    const conflict = {
+      status: 409,
+      type: JSON_TYPE,
+      body: { error: "account_conflict", error_description: AuthMessage.accountConflict },
+    };
     expect(await jsonOf(await nativeSignIn(identityClaims({ email: reservedEmail })))).toEqual(conflict);
     expect(await storedUser(reservedEmail)).toBeNull();
 
@@ -166,7 +193,9 @@ describe("DELETE /auth/identities/{provider}", () => {
     const claims = identityClaims();
     const tokens = await socialLogIn("google", claims);
     const last = { status: 409, type: TEXT, body: AuthMessage.lastWayIn };
-    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual(last);
+    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual(
+      last,
+    );
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(1);
 
     await socialLogIn("apple", identityClaims({ email: claims.email }));
@@ -178,14 +207,22 @@ describe("DELETE /auth/identities/{provider}", () => {
     const claims = identityClaims();
     const tokens = await socialLogIn("google", claims);
     await socialLogIn("apple", identityClaims({ email: claims.email }));
-    const answers = await Promise.all(["google", "apple", "google", "apple"].map((provider) => call("DELETE", `/auth/identities/${provider}`, undefined, bearer(tokens.token))));
+    const answers = await Promise.all(
+      ["google", "apple", "google", "apple"].map((provider) =>
+        call("DELETE", `/auth/identities/${provider}`, undefined, bearer(tokens.token)),
+      ),
+    );
     expect(tally(answers)).toEqual({ 204: 1, 404: 1, 409: 2 });
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE user_id = ?", await idOf(tokens))).toBe(1);
   });
 
   it("answers 404 for a provider not linked, and 401 without a live session", async () => {
     const tokens = await logIn(await account());
-    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual({ status: 404, type: TEXT, body: AuthMessage.identityNotLinked });
+    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.identityNotLinked,
+    });
     expect((await call("DELETE", "/auth/identities/google")).status).toBe(401);
   });
 });
@@ -195,7 +232,11 @@ describe("accounts without a password", () => {
     const claims = identityClaims();
     await socialLogIn("google", claims);
     for (const password of [PASSWORD, "!"]) {
-      expect(await textOf(await login(String(claims.email), password))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidCredentials });
+      expect(await textOf(await login(String(claims.email), password))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidCredentials,
+      });
     }
   });
 
@@ -204,13 +245,19 @@ describe("accounts without a password", () => {
     const tokens = await socialLogIn("google", claims);
     const email = String(claims.email);
     const before = await storedUser(email);
-    expect(await textOf(await reset(email, await resetCode(email)))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
+    expect(await textOf(await reset(email, await resetCode(email)))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
     expect((await storedUser(email))!.sign_in_epoch).toBe(before!.sign_in_epoch + 1);
     // The reset ended the sessions; the provider's identity is kept.
     expect((await me(tokens.token)).status).toBe(401);
     const again = await socialLogIn("google", claims);
-    expect(await jsonOf(await me(again.token))).toMatchObject({ body: { has_password: true, identities: [{ provider: "google" }] } });
+    expect(await jsonOf(await me(again.token))).toMatchObject({
+      body: { has_password: true, identities: [{ provider: "google" }] },
+    });
   });
 
   it("passes a step-up with a session opened in the last 10 minutes, without a password", async () => {
@@ -224,7 +271,9 @@ describe("accounts without a password", () => {
     await ageSession(tokens.token);
     const again = { status: 401, type: TEXT, body: AuthMessage.signInAgain };
     expect(await textOf(await call("DELETE", "/auth/account", {}, bearer(tokens.token)))).toEqual(again);
-    expect(await textOf(await call("POST", "/auth/change-email", { new_email: randomEmail() }, bearer(tokens.token)))).toEqual(again);
+    expect(
+      await textOf(await call("POST", "/auth/change-email", { new_email: randomEmail() }, bearer(tokens.token))),
+    ).toEqual(again);
     expect(await textOf(await call("POST", "/auth/mfa/totp", {}, bearer(tokens.token)))).toEqual(again);
     // Not a wrong password: the session is not used up by these.
     expect((await me(tokens.token)).status).toBe(200);
@@ -240,7 +289,11 @@ describe("accounts without a password", () => {
 
   it("still asks an account with a password for it (400 when missing)", async () => {
     const tokens = await logIn(await account());
-    expect(await textOf(await call("DELETE", "/auth/account", {}, bearer(tokens.token)))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passwordRequired });
+    expect(await textOf(await call("DELETE", "/auth/account", {}, bearer(tokens.token)))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passwordRequired,
+    });
     expect((await me(tokens.token)).status).toBe(200);
   });
 });
@@ -252,15 +305,29 @@ describe("the gate for social sign-in", () => {
     const secret = await turnOnTotp(tokens.token);
 
     const web = await webSignIn("google", { claims });
-    const challenge = (await (await exchangeLoginCode(web.app.searchParams.get("code"), web.verifier)).json()) as Record<string, unknown>;
+    const challenge = (await (
+      await exchangeLoginCode(web.app.searchParams.get("code"), web.verifier)
+    ).json()) as Record<string, unknown>;
     expect(challenge).toEqual({ mfa_required: true, mfa_token: expect.any(String), expires_in: 300 });
     const native = await nativeSignIn(claims);
-    expect(await jsonOf(native)).toEqual({ status: 200, type: JSON_TYPE, body: { mfa_required: true, mfa_token: expect.any(String), expires_in: 300 } });
+    expect(await jsonOf(native)).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: { mfa_required: true, mfa_token: expect.any(String), expires_in: 300 },
+    });
 
-    const verified = await call("POST", "/auth/mfa/verify", { mfa_token: challenge.mfa_token, code: await totpAt(secret, stepAt(Date.now()) + 1) });
+    const verified = await call("POST", "/auth/mfa/verify", {
+      mfa_token: challenge.mfa_token,
+      code: await totpAt(secret, stepAt(Date.now()) + 1),
+    });
     expect(verified.status).toBe(200);
     const { token } = (await verified.json()) as Tokens;
-    const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as Array<Record<string, unknown>>;
-    expect(sessions.find((session) => session.current)).toMatchObject({ amr: ["fed", "otp", "mfa"], provider: "google" });
+    const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as Array<
+      Record<string, unknown>
+    >;
+    expect(sessions.find((session) => session.current)).toMatchObject({
+      amr: ["fed", "otp", "mfa"],
+      provider: "google",
+    });
   });
 });

@@ -34,13 +34,15 @@ describe("POST /auth/oauth/{provider}/id-token", () => {
       expect(response.headers.get("content-type")).toBe(JSON_TYPE);
       const tokens = (await response.json()) as Record<string, string>;
       expect(Object.keys(tokens).sort()).toEqual(LoginKeys);
-      const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(tokens.token!))).json()) as Array<Record<string, unknown>>;
+      const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(tokens.token!))).json()) as Array<
+        Record<string, unknown>
+      >;
       expect(sessions).toEqual([expect.objectContaining({ amr: ["fed"], provider: "google" })]);
       expect(await storedUser(String(claims.email))).toMatchObject({ isVerified: 1, password: "!" });
     }
   });
 
-  it("signs in with Sign in with Apple's id_token, whose email_verified is the string \"true\"", async () => {
+  it('signs in with Sign in with Apple\'s id_token, whose email_verified is the string "true"', async () => {
     const claims = identityClaims({ aud: "com.example.app", email_verified: "true" });
     expect((await idTokenSignIn("apple", { id_token: await signedIdToken("apple", claims) })).status).toBe(200);
   });
@@ -61,49 +63,92 @@ describe("POST /auth/oauth/{provider}/id-token", () => {
       "not.a.jwt",
     ];
     const before = await count("SELECT count(*) AS n FROM users");
-    for (const token of tokens) expect(await textOf(await idTokenSignIn("google", { id_token: token }))).toEqual(invalid);
+    for (const token of tokens)
+      expect(await textOf(await idTokenSignIn("google", { id_token: token }))).toEqual(invalid);
     expect(await count("SELECT count(*) AS n FROM users")).toBe(before);
   });
 
   it("takes a nonce as the token carries it, or as its hex SHA-256 (Sign in with Apple), and nothing else", async () => {
     const raw = crypto.randomUUID();
     const plain = identityClaims({ aud: "google-web-client", nonce: raw });
-    expect((await idTokenSignIn("google", { id_token: await signedIdToken("google", plain), nonce: raw })).status).toBe(200);
+    expect((await idTokenSignIn("google", { id_token: await signedIdToken("google", plain), nonce: raw })).status).toBe(
+      200,
+    );
     const hashed = identityClaims({ aud: "com.example.app", nonce: await sha256Hex(raw) });
-    expect((await idTokenSignIn("apple", { id_token: await signedIdToken("apple", hashed), nonce: raw })).status).toBe(200);
+    expect((await idTokenSignIn("apple", { id_token: await signedIdToken("apple", hashed), nonce: raw })).status).toBe(
+      200,
+    );
 
     const mismatch = { status: 401, type: TEXT, body: AuthMessage.nonceMismatch };
     const carrying = await signedIdToken("google", identityClaims({ aud: "google-web-client", nonce: raw }));
     expect(await textOf(await idTokenSignIn("google", { id_token: carrying }))).toEqual(mismatch);
     expect(await textOf(await idTokenSignIn("google", { id_token: carrying, nonce: "another" }))).toEqual(mismatch);
-    expect(await textOf(await idTokenSignIn("google", { id_token: carrying, nonce: await sha256Hex(await sha256Hex(raw)) }))).toEqual(mismatch);
+    expect(
+      await textOf(await idTokenSignIn("google", { id_token: carrying, nonce: await sha256Hex(await sha256Hex(raw)) })),
+    ).toEqual(mismatch);
     const without = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
     expect(await textOf(await idTokenSignIn("google", { id_token: without, nonce: raw }))).toEqual(mismatch);
   });
 
   it("answers 403 JSON, and makes no account, for an address the provider does not vouch for", async () => {
-    for (const claims of [identityClaims({ email_verified: false }), identityClaims({ email_verified: "false" }), identityClaims({ email_verified: undefined }), identityClaims({ email: undefined })]) {
-      const response = await idTokenSignIn("google", { id_token: await signedIdToken("google", { ...claims, aud: "google-web-client" }) });
-      expect(await jsonOf(response)).toEqual({ status: 403, type: JSON_TYPE, body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched } });
+    for (const claims of [
+      identityClaims({ email_verified: false }),
+      identityClaims({ email_verified: "false" }),
+      identityClaims({ email_verified: undefined }),
+      identityClaims({ email: undefined }),
+    ]) {
+      const response = await idTokenSignIn("google", {
+        id_token: await signedIdToken("google", { ...claims, aud: "google-web-client" }),
+      });
+      expect(await jsonOf(response)).toEqual({
+        status: 403,
+        type: JSON_TYPE,
+        body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched },
+      });
       if (typeof claims.email === "string") expect(await storedUser(claims.email)).toBeNull();
     }
   });
 
   it("answers 404 for a provider that is not configured, and for GitHub, which issues no id_tokens", async () => {
     const token = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
-    expect(await textOf(await idTokenSignIn("facebook", { id_token: token }))).toEqual({ status: 404, type: TEXT, body: AuthMessage.unknownProvider });
-    expect(await textOf(await idTokenSignIn("github", { id_token: token }))).toEqual({ status: 404, type: TEXT, body: AuthMessage.noIdTokens });
+    expect(await textOf(await idTokenSignIn("facebook", { id_token: token }))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.unknownProvider,
+    });
+    expect(await textOf(await idTokenSignIn("github", { id_token: token }))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.noIdTokens,
+    });
   });
 
   it("answers 400 for a missing or malformed id_token or nonce", async () => {
-    expect(await textOf(await idTokenSignIn("google", {}))).toEqual({ status: 400, type: TEXT, body: AuthMessage.idTokenRequired });
-    expect(await textOf(await idTokenSignIn("google", { id_token: 7 }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.idTokenStrings });
-    expect(await textOf(await idTokenSignIn("google", { id_token: "x", nonce: 7 }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.idTokenStrings });
+    expect(await textOf(await idTokenSignIn("google", {}))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenRequired,
+    });
+    expect(await textOf(await idTokenSignIn("google", { id_token: 7 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenStrings,
+    });
+    expect(await textOf(await idTokenSignIn("google", { id_token: "x", nonce: 7 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenStrings,
+    });
   });
 
   it("answers 503 when the provider cannot be reached", async () => {
     const token = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
-    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` }, "POST", "/auth/oauth/google/id-token", { id_token: token });
+    const response = await callWithEnv(
+      { OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` },
+      "POST",
+      "/auth/oauth/google/id-token",
+      { id_token: token },
+    );
     expect(await textOf(response)).toEqual({ status: 503, type: TEXT, body: AuthMessage.providerUnavailable });
   });
 });

@@ -2,7 +2,11 @@ import { env } from "cloudflare:workers";
 import { decodeProtectedHeader, importJWK, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
-import { APPLE_CLIENT_SECRET_RENEW_MS, APPLE_CLIENT_SECRET_TTL_MS, appleClientSecret } from "../../src/auth/oauth/apple-secret";
+import {
+  APPLE_CLIENT_SECRET_RENEW_MS,
+  APPLE_CLIENT_SECRET_TTL_MS,
+  appleClientSecret,
+} from "../../src/auth/oauth/apple-secret";
 import { LOGIN_CODE_TTL_MS, STATE_TTL_MS } from "../../src/auth/oauth/web";
 import { sha256Hex } from "../../src/lib/crypto";
 import {
@@ -40,11 +44,18 @@ import {
 /** The authorize request an app makes, with a fresh PKCE pair. */
 async function start(provider = "google", extra: Record<string, string | undefined> = {}) {
   const { verifier, challenge } = await pkcePair();
-  const response = await authorize(provider, { redirect_uri: APP_REDIRECT, code_challenge: challenge, code_challenge_method: "S256", state: "app-state", ...extra });
+  const response = await authorize(provider, {
+    redirect_uri: APP_REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: "app-state",
+    ...extra,
+  });
   return { response, verifier, challenge };
 }
 
-const storedState = (stateHash: string) => env.DB.prepare("SELECT * FROM oauth_states WHERE state_hash = ?").bind(stateHash).first<Record<string, unknown>>();
+const storedState = (stateHash: string) =>
+  env.DB.prepare("SELECT * FROM oauth_states WHERE state_hash = ?").bind(stateHash).first<Record<string, unknown>>();
 
 describe("GET /auth/oauth/{provider}/authorize", () => {
   it("redirects to the provider's authorization endpoint with the code flow, the client id, its callback, openid email, and a state, nonce and S256 challenge of its own", async () => {
@@ -68,10 +79,23 @@ describe("GET /auth/oauth/{provider}/authorize", () => {
 
     // Kept server-side under the state's SHA-256 only, with everything the callback needs, for 10 minutes.
     const row = await storedState(await sha256Hex(query.state!));
-    expect(row).toMatchObject({ provider: "google", redirect_uri: APP_REDIRECT, app_state: "app-state", code_challenge: challenge, nonce: query.nonce });
+    expect(row).toMatchObject({
+      provider: "google",
+      redirect_uri: APP_REDIRECT,
+      app_state: "app-state",
+      code_challenge: challenge,
+      nonce: query.nonce,
+    });
     expect(await count("SELECT count(*) AS n FROM oauth_states WHERE state_hash = ?", query.state)).toBe(0);
-    const verifierHash = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(String(row!.code_verifier))));
-    expect(btoa(String.fromCharCode(...verifierHash)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")).toBe(query.code_challenge);
+    const verifierHash = new Uint8Array(
+      await crypto.subtle.digest("SHA-256", new TextEncoder().encode(String(row!.code_verifier))),
+    );
+    expect(
+      btoa(String.fromCharCode(...verifierHash))
+        .replace(/\+/g, "-")
+        .replace(/\//g, "_")
+        .replace(/=+$/, ""),
+    ).toBe(query.code_challenge);
     expect(Number(row!.expires_at) - Date.now()).toBeGreaterThan(STATE_TTL_MS - 5_000);
     expect(Number(row!.expires_at) - Date.now()).toBeLessThanOrEqual(STATE_TTL_MS);
   });
@@ -91,13 +115,27 @@ describe("GET /auth/oauth/{provider}/authorize", () => {
   });
 
   it("answers 404 for a provider that is not configured, and for one without a client secret", async () => {
-    expect(await textOf((await start("facebook")).response)).toEqual({ status: 404, type: TEXT, body: AuthMessage.unknownProvider });
-    expect(await textOf((await start("acme")).response)).toEqual({ status: 404, type: TEXT, body: AuthMessage.noWebSignIn });
+    expect(await textOf((await start("facebook")).response)).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.unknownProvider,
+    });
+    expect(await textOf((await start("acme")).response)).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.noWebSignIn,
+    });
   });
 
   it("refuses a redirect_uri that is not exactly one of OAUTH_REDIRECT_URLS with a 400, no redirect and no state", async () => {
     const before = await count("SELECT count(*) AS n FROM oauth_states WHERE app_state = 'evil'");
-    for (const uri of ["https://evil.example/oauth/done", `${APP_REDIRECT}/`, `${APP_REDIRECT}?x=1`, "HTTPS://app.example/oauth/done", "javascript:alert(1)"]) {
+    for (const uri of [
+      "https://evil.example/oauth/done",
+      `${APP_REDIRECT}/`,
+      `${APP_REDIRECT}?x=1`,
+      "HTTPS://app.example/oauth/done",
+      "javascript:alert(1)",
+    ]) {
       const { response } = await start("google", { redirect_uri: uri, state: "evil" });
       expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: AuthMessage.redirectUriNotAllowed });
       expect(response.headers.get("location")).toBeNull();
@@ -115,14 +153,26 @@ describe("GET /auth/oauth/{provider}/authorize", () => {
       [{ state: "x".repeat(513) }, AuthMessage.appStateInvalid],
     ];
     for (const [change, message] of cases) {
-      expect(await textOf((await start("google", change)).response)).toEqual({ status: 400, type: TEXT, body: message });
+      expect(await textOf((await start("google", change)).response)).toEqual({
+        status: 400,
+        type: TEXT,
+        body: message,
+      });
     }
   });
 
   it("answers 503 when the provider's discovery document cannot be reached", async () => {
     const { challenge } = await pkcePair();
-    const query = new URLSearchParams({ redirect_uri: APP_REDIRECT, code_challenge: challenge, code_challenge_method: "S256" });
-    const response = await callWithEnv({ OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` }, "GET", `/auth/oauth/google/authorize?${query.toString()}`);
+    const query = new URLSearchParams({
+      redirect_uri: APP_REDIRECT,
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    });
+    const response = await callWithEnv(
+      { OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` },
+      "GET",
+      `/auth/oauth/google/authorize?${query.toString()}`,
+    );
     expect(await textOf(response)).toEqual({ status: 503, type: TEXT, body: AuthMessage.providerUnavailable });
   });
 });
@@ -142,14 +192,24 @@ describe("GET /auth/oauth/{provider}/callback", () => {
     const code = app.searchParams.get("code")!;
     expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
     // Stored hashed, bound to the app's challenge, for 60 seconds; the state is gone.
-    const row = await env.DB.prepare("SELECT * FROM oauth_login_codes WHERE code_hash = ?").bind(await sha256Hex(code)).first<Record<string, number | string>>();
-    expect(row).toMatchObject({ provider: "google", code_challenge: challenge, user_id: (await storedUser(String(claims.email)))!.id });
+    const row = await env.DB.prepare("SELECT * FROM oauth_login_codes WHERE code_hash = ?")
+      .bind(await sha256Hex(code))
+      .first<Record<string, number | string>>();
+    expect(row).toMatchObject({
+      provider: "google",
+      code_challenge: challenge,
+      user_id: (await storedUser(String(claims.email)))!.id,
+    });
     expect(Number(row!.expires_at) - Date.now()).toBeLessThanOrEqual(LOGIN_CODE_TTL_MS);
     expect(await storedState(await sha256Hex(toProvider.searchParams.get("state")!))).toBeNull();
   });
 
   it("hands back no state when the app sent none, and returns to an app scheme URL", async () => {
-    const { app } = await webSignIn("google", { claims: identityClaims() }, { redirectUri: NATIVE_REDIRECT, state: null });
+    const { app } = await webSignIn(
+      "google",
+      { claims: identityClaims() },
+      { redirectUri: NATIVE_REDIRECT, state: null },
+    );
     expect(app.protocol).toBe("com.example.app:");
     expect(app.pathname).toBe("/oauth");
     expect([...app.searchParams.keys()]).toEqual(["code"]);
@@ -164,17 +224,27 @@ describe("GET /auth/oauth/{provider}/callback", () => {
     const unknownState = (res: Response) => textOf(res);
     const refused = { status: 400, type: TEXT, body: AuthMessage.unknownState };
     expect(await unknownState(await callback(back))).toEqual(refused);
-    expect(await unknownState(await call("GET", "/auth/oauth/google/callback?code=x&state=nothing-we-issued"))).toEqual(refused);
+    expect(await unknownState(await call("GET", "/auth/oauth/google/callback?code=x&state=nothing-we-issued"))).toEqual(
+      refused,
+    );
     expect(await unknownState(await call("GET", "/auth/oauth/google/callback?code=x"))).toEqual(refused);
 
     const expired = locationOf((await start()).response).searchParams.get("state")!;
-    await env.DB.prepare("UPDATE oauth_states SET expires_at = ? WHERE state_hash = ?").bind(Date.now() - 1, await sha256Hex(expired)).run();
-    expect(await unknownState(await call("GET", `/auth/oauth/google/callback?code=x&state=${expired}`))).toEqual(refused);
+    await env.DB.prepare("UPDATE oauth_states SET expires_at = ? WHERE state_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(expired))
+      .run();
+    expect(await unknownState(await call("GET", `/auth/oauth/google/callback?code=x&state=${expired}`))).toEqual(
+      refused,
+    );
 
     const githubState = locationOf((await start("github")).response).searchParams.get("state")!;
-    expect(await unknownState(await call("GET", `/auth/oauth/google/callback?code=x&state=${githubState}`))).toEqual(refused);
+    expect(await unknownState(await call("GET", `/auth/oauth/google/callback?code=x&state=${githubState}`))).toEqual(
+      refused,
+    );
     // Claimed by that try: it is of no use to GitHub's callback either.
-    expect(await unknownState(await call("GET", `/auth/oauth/github/callback?code=x&state=${githubState}`))).toEqual(refused);
+    expect(await unknownState(await call("GET", `/auth/oauth/github/callback?code=x&state=${githubState}`))).toEqual(
+      refused,
+    );
   });
 
   it("claims a state once: of 10 concurrent callbacks with it, exactly one is sent on to the app", async () => {
@@ -229,13 +299,19 @@ describe("GET /auth/oauth/{provider}/callback", () => {
     await scriptSignIn("apple", { nonce, claims });
     const back = await atProvider(toProvider);
     const form = new URLSearchParams({ code: back.searchParams.get("code")!, state: back.searchParams.get("state")! });
-    const posted = await call("POST", "/auth/oauth/apple/callback", form.toString(), { "Content-Type": "application/x-www-form-urlencoded" });
+    const posted = await call("POST", "/auth/oauth/apple/callback", form.toString(), {
+      "Content-Type": "application/x-www-form-urlencoded",
+    });
     expect(posted.status).toBe(302);
     const app = locationOf(posted);
     expect((await exchangeLoginCode(app.searchParams.get("code"), verifier)).status).toBe(200);
 
     const sent = await tokenRequestOf("apple", nonce);
-    expect(sent).toMatchObject({ grant_type: "authorization_code", client_id: "com.example.web", redirect_uri: "http://api.test/auth/oauth/apple/callback" });
+    expect(sent).toMatchObject({
+      grant_type: "authorization_code",
+      client_id: "com.example.web",
+      redirect_uri: "http://api.test/auth/oauth/apple/callback",
+    });
     const secret = sent!.client_secret!;
     expect(decodeProtectedHeader(secret)).toEqual({ alg: "ES256", kid: env.OAUTH.apple.keyId });
     const { payload } = await jwtVerify(secret, await importJWK(env.OAUTH.apple.publicJwk, "ES256"), {
@@ -257,17 +333,33 @@ describe("GET /auth/oauth/{provider}/callback", () => {
       const back = await callback(await atProvider(toGitHub));
       return { app: locationOf(back), verifier };
     };
-    const unverified = await signIn([{ email, primary: true, verified: false }, { email: randomEmail(), primary: false, verified: true }]);
-    expect(Object.fromEntries(unverified.app.searchParams)).toEqual({ error: "email_not_verified", state: "app-state" });
+    const unverified = await signIn([
+      { email, primary: true, verified: false },
+      { email: randomEmail(), primary: false, verified: true },
+    ]);
+    expect(Object.fromEntries(unverified.app.searchParams)).toEqual({
+      error: "email_not_verified",
+      state: "app-state",
+    });
 
     const down = await start("github");
     const toGitHub = locationOf(down.response);
     await scriptGitHub({ state: toGitHub.searchParams.get("state")!, id, apiStatus: 503 });
-    expect(Object.fromEntries(locationOf(await callback(await atProvider(toGitHub))).searchParams)).toEqual({ error: "temporarily_unavailable", state: "app-state" });
+    expect(Object.fromEntries(locationOf(await callback(await atProvider(toGitHub))).searchParams)).toEqual({
+      error: "temporarily_unavailable",
+      state: "app-state",
+    });
 
-    const { app, verifier } = await signIn([{ email: randomEmail(), primary: false, verified: true }, { email: email.toUpperCase(), primary: true, verified: true }]);
-    const tokens = (await (await exchangeLoginCode(app.searchParams.get("code"), verifier)).json()) as { token: string };
-    const identity = await env.DB.prepare("SELECT * FROM oauth_identities WHERE provider = 'github' AND subject = ?").bind(String(id)).first<Record<string, unknown>>();
+    const { app, verifier } = await signIn([
+      { email: randomEmail(), primary: false, verified: true },
+      { email: email.toUpperCase(), primary: true, verified: true },
+    ]);
+    const tokens = (await (await exchangeLoginCode(app.searchParams.get("code"), verifier)).json()) as {
+      token: string;
+    };
+    const identity = await env.DB.prepare("SELECT * FROM oauth_identities WHERE provider = 'github' AND subject = ?")
+      .bind(String(id))
+      .first<Record<string, unknown>>();
     expect(identity).toMatchObject({ issuer: env.OAUTH.github.url, email, user_id: (await storedUser(email))!.id });
     const me = await call("GET", "/auth/me", undefined, bearer(tokens.token));
     expect(await me.json()).toMatchObject({ email, identities: [{ provider: "github", email }] });
@@ -282,7 +374,9 @@ describe("POST /auth/oauth/token", () => {
     expect(response.headers.get("content-type")).toBe(JSON_TYPE);
     const tokens = (await response.json()) as Record<string, unknown>;
     expect(Object.keys(tokens).sort()).toEqual(["device_token", "expires_in", "refresh_token", "token"]);
-    const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(String(tokens.token)))).json()) as Array<Record<string, unknown>>;
+    const sessions = (await (
+      await call("GET", "/auth/sessions", undefined, bearer(String(tokens.token)))
+    ).json()) as Array<Record<string, unknown>>;
     expect(sessions).toEqual([expect.objectContaining({ amr: ["fed"], provider: "google", current: true })]);
   });
 
@@ -303,13 +397,23 @@ describe("POST /auth/oauth/token", () => {
 
     const late = await webSignIn("google", { claims: identityClaims() });
     const code = late.app.searchParams.get("code")!;
-    await env.DB.prepare("UPDATE oauth_login_codes SET expires_at = ? WHERE code_hash = ?").bind(Date.now() - 1, await sha256Hex(code)).run();
+    await env.DB.prepare("UPDATE oauth_login_codes SET expires_at = ? WHERE code_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(code))
+      .run();
     expect(await textOf(await exchangeLoginCode(code, late.verifier))).toEqual(invalid);
   });
 
   it("answers 400 for missing or malformed fields", async () => {
-    expect(await textOf(await call("POST", "/auth/oauth/token", { code: "x" }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.loginCodeFields });
-    expect(await textOf(await call("POST", "/auth/oauth/token", { code: 1, code_verifier: "x" }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.loginCodeStrings });
+    expect(await textOf(await call("POST", "/auth/oauth/token", { code: "x" }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.loginCodeFields,
+    });
+    expect(await textOf(await call("POST", "/auth/oauth/token", { code: 1, code_verifier: "x" }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.loginCodeStrings,
+    });
   });
 
   it("claims a code once: of 10 concurrent exchanges, exactly one gets a session", async () => {
@@ -326,8 +430,20 @@ describe("Sign in with Apple's client secret", () => {
     const secret = { kind: "apple" as const, teamId, keyId, privateKey };
     const now = Date.now();
     const first = await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now);
-    expect(await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS - 1000)).toBe(first);
-    const renewed = await appleClientSecret("com.example.renewal", "https://appleid.apple.com", secret, now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS + 1000);
+    expect(
+      await appleClientSecret(
+        "com.example.renewal",
+        "https://appleid.apple.com",
+        secret,
+        now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS - 1000,
+      ),
+    ).toBe(first);
+    const renewed = await appleClientSecret(
+      "com.example.renewal",
+      "https://appleid.apple.com",
+      secret,
+      now + APPLE_CLIENT_SECRET_TTL_MS - APPLE_CLIENT_SECRET_RENEW_MS + 1000,
+    );
     expect(renewed).not.toBe(first);
     const { payload } = await jwtVerify(renewed, await importJWK(env.OAUTH.apple.publicJwk, "ES256"), {
       issuer: teamId,

@@ -4,9 +4,54 @@ import { AuthMessage } from "../../src/auth/messages";
 import { maskEmail } from "../../src/lib/log";
 import { MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { ACCEPTED, account, awaitMails, call, callWithEnv, captureLogs, codeIn, CodePrefix, count, expectEnded, forgot, heldLogin, jsonOf, keepRequestId, lastRequestId, lockLogin, login, logIn, loginFailuresRow, mailedCode, mailsTo, mailsWithSubject, me, NEW_PASSWORD, otherCode, PASSWORD, PASSWORD_CHANGED_TEXT, pastCooldown, quietRegister, randomEmail, register, requestIdIn, reset, resetCode, storedCode, storedUser, Subject, tally, TEXT, textOf, type Tokens } from "../helpers";
+import {
+  ACCEPTED,
+  account,
+  awaitMails,
+  call,
+  callWithEnv,
+  captureLogs,
+  codeIn,
+  CodePrefix,
+  count,
+  expectEnded,
+  forgot,
+  heldLogin,
+  jsonOf,
+  keepRequestId,
+  lastRequestId,
+  lockLogin,
+  login,
+  logIn,
+  loginFailuresRow,
+  mailedCode,
+  mailsTo,
+  mailsWithSubject,
+  me,
+  NEW_PASSWORD,
+  otherCode,
+  PASSWORD,
+  PASSWORD_CHANGED_TEXT,
+  pastCooldown,
+  quietRegister,
+  randomEmail,
+  register,
+  requestIdIn,
+  reset,
+  resetCode,
+  storedCode,
+  storedUser,
+  Subject,
+  tally,
+  TEXT,
+  textOf,
+  type Tokens,
+} from "../helpers";
 
-/** A reset mail: the code, the request id it is bound to, what to do with them (no APP_URL in tests), and the reassurance. */
+/**
+ * A reset mail: the code, the request id it is bound to, what to do with them (no APP_URL in tests), and the
+ * reassurance.
+ */
 const RESET_MAIL = new RegExp(
   "^Your password reset code is: \\d{6}\\n" +
     "Its request id is: [A-Za-z0-9_-]{22}\\n" +
@@ -88,7 +133,11 @@ describe("POST /auth/forgot-password", () => {
 
   it("mails one client 2 reset codes an hour, a minute apart, and the address 5 an hour whoever asks; beyond, 200 and no mail", async () => {
     const email = await account();
-    const from = async (ip: string) => keepRequestId(email, await callWithEnv({}, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": ip }));
+    const from = async (ip: string) =>
+      keepRequestId(
+        email,
+        await callWithEnv({}, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": ip }),
+      );
     const resetMails = async () => (await mailsWithSubject(email, Subject.reset)).length;
 
     expect(await jsonOf(await from("192.0.2.1"))).toEqual(ACCEPTED);
@@ -101,7 +150,12 @@ describe("POST /auth/forgot-password", () => {
     const logs = captureLogs();
     await from("192.0.2.1");
     expect(logs.filter((line) => line.event === "password_reset_mail_skipped")).toEqual([
-      expect.objectContaining({ level: "info", reason: "client_hourly_cap", email: maskEmail(email), retryAfterSeconds: expect.any(Number) }),
+      expect.objectContaining({
+        level: "info",
+        reason: "client_hourly_cap",
+        email: maskEmail(email),
+        retryAfterSeconds: expect.any(Number),
+      }),
     ]);
     vi.restoreAllMocks();
     expect(await resetMails()).toBe(2);
@@ -129,7 +183,12 @@ describe("POST /auth/forgot-password", () => {
     expect((await forgotAndSettle(email)).status).toBe(200);
     const skipped = logs.filter((line) => line.event === "password_reset_mail_skipped");
     expect(skipped).toEqual([
-      expect.objectContaining({ level: "info", reason: "client_cooldown", email: maskEmail(email), retryAfterSeconds: expect.any(Number) }),
+      expect.objectContaining({
+        level: "info",
+        reason: "client_cooldown",
+        email: maskEmail(email),
+        retryAfterSeconds: expect.any(Number),
+      }),
     ]);
     expect(skipped[0]?.retryAfterSeconds).toBeGreaterThan(0);
     expect(skipped[0]?.retryAfterSeconds).toBeLessThanOrEqual(60);
@@ -150,7 +209,11 @@ describe("POST /auth/forgot-password", () => {
     ["a number", { email: 42 }, "Email must be a string."],
     ["an object", { email: { $ne: null } }, "Email must be a string."],
   ])("answers 400 plain text for %s", async (_case, body, message) => {
-    expect(await textOf(await call("POST", "/auth/forgot-password", body))).toEqual({ status: 400, type: TEXT, body: message });
+    expect(await textOf(await call("POST", "/auth/forgot-password", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: message,
+    });
   });
 });
 
@@ -158,7 +221,11 @@ describe("POST /auth/reset-password", () => {
   it("sets the new password, uses the code up and mails a notice", async () => {
     const email = await account();
     const code = await resetCode(email);
-    expect(await textOf(await reset(email, code))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
+    expect(await textOf(await reset(email, code))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
 
     expect(await textOf(await login(email))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
@@ -167,7 +234,11 @@ describe("POST /auth/reset-password", () => {
       { from: "Notes API Test <sender@notes.test>", subject: Subject.passwordChanged, text: PASSWORD_CHANGED_TEXT },
     ]);
     // Used once: the same code again is refused and changes nothing.
-    expect(await textOf(await reset(email, code, "yet another passphrase"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(email, code, "yet another passphrase"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     expect((await login(email, NEW_PASSWORD)).status).toBe(200);
   });
 
@@ -232,16 +303,28 @@ describe("POST /auth/reset-password", () => {
     const email = await account();
     const code = await resetCode(email);
     for (const wrong of [otherCode(code), code.slice(1)]) {
-      expect(await textOf(await reset(email, wrong))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+      expect(await textOf(await reset(email, wrong))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidResetCode,
+      });
     }
     expect(await storedReset(email)).toMatchObject({ code, attempts: 2 });
     expect((await login(email)).status).toBe(200);
   });
 
   it("answers 401 for an address without an account, or without a reset code", async () => {
-    expect(await textOf(await reset(randomEmail(), "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(randomEmail(), "123456"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     const email = await account();
-    expect(await textOf(await reset(email, "123456"))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(email, "123456"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
   });
 
   it("does not take the account's verification code as a reset code, nor the reset code as a verification code", async () => {
@@ -249,7 +332,11 @@ describe("POST /auth/reset-password", () => {
     await register(email);
     const verification = await mailedCode(email);
     const code = await resetCode(email);
-    expect(await textOf(await reset(email, verification))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(email, verification))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     // Nor the other way round.
     expect(await textOf(await call("POST", "/auth/verify-email", { email, token: code }))).toEqual({
       status: 401,
@@ -262,8 +349,14 @@ describe("POST /auth/reset-password", () => {
   it("answers 401 for an expired code, and keeps the old password", async () => {
     const email = await account();
     const code = await resetCode(email);
-    await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE code = ?").bind(Date.now() - 1, code).run();
-    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    await env.DB.prepare("UPDATE reset_requests SET expires_at = ? WHERE code = ?")
+      .bind(Date.now() - 1, code)
+      .run();
+    expect(await textOf(await reset(email, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     expect((await login(email)).status).toBe(200);
   });
 
@@ -271,9 +364,17 @@ describe("POST /auth/reset-password", () => {
     const email = await account();
     const code = await resetCode(email);
     for (let i = 0; i < 5; i++) {
-      expect(await textOf(await reset(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+      expect(await textOf(await reset(email, otherCode(code)))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidResetCode,
+      });
     }
-    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(email, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     expect((await login(email)).status).toBe(200);
   });
@@ -288,10 +389,18 @@ describe("POST /auth/reset-password", () => {
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     // The right code arrives after the burst (sent within it, it may claim one of the five tries, and then
     // rightly resets: which request the database serves first is not the client's order).
-    expect(await textOf(await reset(email, code))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
+    expect(await textOf(await reset(email, code))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
     expect(await storedReset(email)).toMatchObject({ code, attempts: 5 });
     expect((await login(email)).status).toBe(200);
-    expect(await textOf(await login(email, NEW_PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(email, NEW_PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it("resets once for 20 concurrent requests with the right code: one 200, the rest 401, one notice", async () => {
@@ -309,8 +418,16 @@ describe("POST /auth/reset-password", () => {
     const code = await resetCode(email);
     const own = lastRequestId(email);
     const other = await resetCode(email);
-    expect(await textOf(await reset(email, code, NEW_PASSWORD, lastRequestId(email)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidResetCode });
-    const attempts = await env.DB.prepare("SELECT code, attempts FROM reset_requests WHERE id IN (?, ?) ORDER BY attempts").bind(own, lastRequestId(email)).all();
+    expect(await textOf(await reset(email, code, NEW_PASSWORD, lastRequestId(email)))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidResetCode,
+    });
+    const attempts = await env.DB.prepare(
+      "SELECT code, attempts FROM reset_requests WHERE id IN (?, ?) ORDER BY attempts",
+    )
+      .bind(own, lastRequestId(email))
+      .all();
     expect(attempts.results).toEqual([
       { code, attempts: 0 },
       { code: other, attempts: 1 },
@@ -338,13 +455,29 @@ describe("POST /auth/reset-password", () => {
     [{ email: "a@example.com", token: " ", password: NEW_PASSWORD }, "Email, token and password are required."],
     [{ email: "a@example.com", token: "123456", password: "" }, "Email, token and password are required."],
     [{ email: "a@example.com", token: 123456, password: NEW_PASSWORD }, "Email, token and password must be strings."],
-    [{ email: ["a@example.com"], token: "123456", password: NEW_PASSWORD }, "Email, token and password must be strings."],
+    [
+      { email: ["a@example.com"], token: "123456", password: NEW_PASSWORD },
+      "Email, token and password must be strings.",
+    ],
     [{ email: "a@example.com", token: "123456", password: 12345678 }, "Email, token and password must be strings."],
-    [{ email: "a@example.com", token: "123456", password: NEW_PASSWORD }, "Request id is required: send the request_id of the forgot-password answer."],
-    [{ email: "a@example.com", token: "123456", password: NEW_PASSWORD, request_id: " " }, "Request id is required: send the request_id of the forgot-password answer."],
-    [{ email: "a@example.com", token: "123456", password: NEW_PASSWORD, request_id: 7 }, "Request id must be a string."],
+    [
+      { email: "a@example.com", token: "123456", password: NEW_PASSWORD },
+      "Request id is required: send the request_id of the forgot-password answer.",
+    ],
+    [
+      { email: "a@example.com", token: "123456", password: NEW_PASSWORD, request_id: " " },
+      "Request id is required: send the request_id of the forgot-password answer.",
+    ],
+    [
+      { email: "a@example.com", token: "123456", password: NEW_PASSWORD, request_id: 7 },
+      "Request id must be a string.",
+    ],
   ])("answers 400 plain text for %j", async (body, message) => {
-    expect(await textOf(await call("POST", "/auth/reset-password", body))).toEqual({ status: 400, type: TEXT, body: message });
+    expect(await textOf(await call("POST", "/auth/reset-password", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: message,
+    });
   });
 });
 
@@ -353,7 +486,13 @@ describe("a reset asked for by someone else (F10)", () => {
     const email = await account();
     await pastCooldown(email);
     // The attacker asks, from their own client: they get a request id, never the code.
-    const asked = await callWithEnv({}, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": "203.0.113.7" });
+    const asked = await callWithEnv(
+      {},
+      "POST",
+      "/auth/forgot-password",
+      { email },
+      { "CF-Connecting-IP": "203.0.113.7" },
+    );
     const { request_id: attackersRequest } = (await asked.json()) as { request_id: string };
     const [mail] = await awaitMails(email, Subject.reset);
     expect(requestIdIn(mail)).toBe(attackersRequest);
@@ -369,7 +508,9 @@ describe("a reset asked for by someone else (F10)", () => {
   it("puts code, request id and address in one link to APP_URL's page when it is set", async () => {
     const email = await account();
     await pastCooldown(email);
-    const asked = await callWithEnv({ APP_URL: "https://app.example.com/" }, "POST", "/auth/forgot-password", { email });
+    const asked = await callWithEnv({ APP_URL: "https://app.example.com/" }, "POST", "/auth/forgot-password", {
+      email,
+    });
     const { request_id: requestId } = (await asked.json()) as { request_id: string };
     const [mail] = await awaitMails(email, Subject.reset);
     const code = codeIn(mail, CodePrefix.reset);
@@ -384,14 +525,26 @@ describe("taking back an address someone else registered", () => {
     const victim = randomEmail("victim");
     const attackerPassword = "the attacker's password";
     expect((await register(victim, attackerPassword)).status).toBe(201);
-    expect(await textOf(await register(victim, PASSWORD))).toEqual({ status: 409, type: TEXT, body: Contract.userExists });
+    expect(await textOf(await register(victim, PASSWORD))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: Contract.userExists,
+    });
 
     // The victim reads the reset code in their own mailbox (a minute after the squatter's registration mail).
     const code = await resetCode(victim);
-    expect(await textOf(await reset(victim, code, PASSWORD))).toEqual({ status: 200, type: TEXT, body: AuthMessage.passwordReset });
+    expect(await textOf(await reset(victim, code, PASSWORD))).toEqual({
+      status: 200,
+      type: TEXT,
+      body: AuthMessage.passwordReset,
+    });
 
     const { token } = await logIn(victim);
     expect(await jsonOf(await me(token))).toMatchObject({ status: 200, body: { email: victim, verified: true } });
-    expect(await textOf(await login(victim, attackerPassword))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(victim, attackerPassword))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 });

@@ -5,7 +5,29 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
 import { HOUR, MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { call, callLeavingWork, callWithEnv, CodePrefix, codesMailed, mailedCode, mailsTo, otherCode, PASSWORD, randomEmail, register, setCode, setUser, smtpPort, storedCode, storedUser, tally, TEXT, textOf, verifiedAccount, verify } from "../helpers";
+import {
+  call,
+  callLeavingWork,
+  callWithEnv,
+  CodePrefix,
+  codesMailed,
+  mailedCode,
+  mailsTo,
+  otherCode,
+  PASSWORD,
+  randomEmail,
+  register,
+  setCode,
+  setUser,
+  smtpPort,
+  storedCode,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+  verifiedAccount,
+  verify,
+} from "../helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -126,12 +148,36 @@ describe("POST /auth/register", () => {
     ["a number as e-mail", { email: 42, password: PASSWORD }, "Email and password must be strings."],
     ["a number as password", { email: "a@example.com", password: 12345678 }, "Email and password must be strings."],
     ["an implausible e-mail", { email: "not-an-email", password: PASSWORD }, "Please provide a valid email address."],
-    ["an e-mail without a dot in the domain", { email: "a@localhost", password: PASSWORD }, "Please provide a valid email address."],
-    ["an e-mail with a line break", { email: "a@example.com\r\nRCPT TO:<x@y.z>", password: PASSWORD }, "Please provide a valid email address."],
-    ["an e-mail with angle brackets", { email: "a>@example.com", password: PASSWORD }, "Please provide a valid email address."],
-    ["a lone UTF-16 surrogate in the password", '{"email":"a@example.com","password":"abcdefgh\\ud800"}', "Request body must not contain unpaired UTF-16 surrogates."],
-    ["a 7-character password", { email: "a@example.com", password: "1234567" }, "Password must be at least 8 characters long."],
-    ["a password over 72 bytes", { email: "a@example.com", password: "é".repeat(37) }, "Password must be at most 72 bytes long (UTF-8)."],
+    [
+      "an e-mail without a dot in the domain",
+      { email: "a@localhost", password: PASSWORD },
+      "Please provide a valid email address.",
+    ],
+    [
+      "an e-mail with a line break",
+      { email: "a@example.com\r\nRCPT TO:<x@y.z>", password: PASSWORD },
+      "Please provide a valid email address.",
+    ],
+    [
+      "an e-mail with angle brackets",
+      { email: "a>@example.com", password: PASSWORD },
+      "Please provide a valid email address.",
+    ],
+    [
+      "a lone UTF-16 surrogate in the password",
+      '{"email":"a@example.com","password":"abcdefgh\\ud800"}',
+      "Request body must not contain unpaired UTF-16 surrogates.",
+    ],
+    [
+      "a 7-character password",
+      { email: "a@example.com", password: "1234567" },
+      "Password must be at least 8 characters long.",
+    ],
+    [
+      "a password over 72 bytes",
+      { email: "a@example.com", password: "é".repeat(37) },
+      "Password must be at most 72 bytes long (UTF-8).",
+    ],
   ])("returns 400 plain text for %s", async (_case, body, message) => {
     const response = await call("POST", "/auth/register", body);
     expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: message });
@@ -192,7 +238,11 @@ describe("POST /auth/verify-email", () => {
     const email = randomEmail();
     await register(email);
     const code = await mailedCode(email);
-    expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
+    expect(await textOf(await verify(email, otherCode(code)))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidToken,
+    });
     expect(await storedUser(email)).toMatchObject({ isVerified: 0 });
     expect(await storedCode(email)).toMatchObject({ code, attempts: 1 });
   });
@@ -246,7 +296,11 @@ describe("POST /auth/verify-email", () => {
 
   it("returns 401 for an account that is already verified", async () => {
     const email = await verifiedAccount();
-    expect(await textOf(await verify(email, "123456"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
+    expect(await textOf(await verify(email, "123456"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidToken,
+    });
   });
 });
 
@@ -256,7 +310,12 @@ describe("POST /auth/resend-verification", () => {
     await register(email);
     await setUser(email, { lastMailAt: Date.now() - MINUTE });
     // The silent peer never greets: the mail is still being tried when the answer is here.
-    const { response, settled } = await callLeavingWork({ SMTP_PORT: smtpPort("silent") }, "POST", "/auth/resend-verification", { email });
+    const { response, settled } = await callLeavingWork(
+      { SMTP_PORT: smtpPort("silent") },
+      "POST",
+      "/auth/resend-verification",
+      { email },
+    );
     let mailDone = false;
     const done = settled.then(() => (mailDone = true));
     expect(await textOf(response)).toEqual({ status: 200, type: TEXT, body: AuthMessage.resendAccepted });
@@ -360,11 +419,19 @@ describe("POST /auth/resend-verification", () => {
     [{ email: "  " }, "Email is required."],
     [{ email: 7 }, "Email must be a string."],
   ])("returns 400 plain text for %j", async (body, message) => {
-    expect(await textOf(await call("POST", "/auth/resend-verification", body))).toEqual({ status: 400, type: TEXT, body: message });
+    expect(await textOf(await call("POST", "/auth/resend-verification", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: message,
+    });
   });
 
   it("returns 405 for GET", async () => {
-    expect(await textOf(await call("GET", "/auth/resend-verification"))).toEqual({ status: 405, type: TEXT, body: Contract.methodNotAllowed });
+    expect(await textOf(await call("GET", "/auth/resend-verification"))).toEqual({
+      status: 405,
+      type: TEXT,
+      body: Contract.methodNotAllowed,
+    });
   });
 });
 
@@ -400,7 +467,11 @@ describe("failed verifications across codes", () => {
     await register(email);
     const code = (await storedCode(email))!.code;
     for (let i = 0; i < 7; i++) {
-      expect(await textOf(await verify(email, otherCode(code)))).toEqual({ status: 401, type: TEXT, body: Contract.invalidToken });
+      expect(await textOf(await verify(email, otherCode(code)))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: Contract.invalidToken,
+      });
     }
     expect(await storedCode(email)).toMatchObject({ attempts: 5, window_attempts: 5 });
   });

@@ -26,6 +26,10 @@ describe("wrong methods and unknown paths in the accounts area", () => {
   });
 
   it("returns 404 plain text for an unknown /auth path", async () => {
-    expect(await textOf(await call("POST", "/auth/no-such-thing", {}))).toEqual({ status: 404, type: TEXT, body: "Not found." });
+    expect(await textOf(await call("POST", "/auth/no-such-thing", {}))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: "Not found.",
+    });
   });
 });

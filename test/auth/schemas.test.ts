@@ -27,7 +27,11 @@ describe("Unicode in addresses and passwords", () => {
     ["a soft hyphen", "ad\u00ADmin@example.com"],
     ["a private-use character", "a\uE000b@example.com"],
   ])("refuses an address with %s", async (_case, email) => {
-    expect(await textOf(await register(email))).toEqual({ status: 400, type: TEXT, body: "Please provide a valid email address." });
+    expect(await textOf(await register(email))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: "Please provide a valid email address.",
+    });
   });
 
   it("accepts a password typed in another Unicode form (NFKC): composed or not, full-width or not", async () => {

@@ -6,7 +6,29 @@ import { claimLogin, releaseLogin } from "../../src/auth/limits/login";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY, MINUTE } from "../../src/lib/units";
 import { Contract } from "../contract";
-import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, login, logIn, me, PASSWORD, randomEmail, refresh, register, sessionIdOf, storedSession, type StoredSession, storedUser, tally, TEXT, textOf, type Tokens, verifiedAccount } from "../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  JSON_TYPE,
+  jsonOf,
+  login,
+  logIn,
+  me,
+  PASSWORD,
+  randomEmail,
+  refresh,
+  register,
+  sessionIdOf,
+  storedSession,
+  type StoredSession,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+  type Tokens,
+  verifiedAccount,
+} from "../helpers";
 
 async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {
   const names = Object.keys(columns) as Array<keyof StoredSession>;
@@ -50,7 +72,12 @@ describe("POST /auth/login", () => {
     const response = await login(email, PASSWORD);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/json");
-    const body = (await response.json()) as { token: string; refresh_token: string; expires_in: number; device_token: string };
+    const body = (await response.json()) as {
+      token: string;
+      refresh_token: string;
+      expires_in: number;
+      device_token: string;
+    };
     expect(Object.keys(body)).toEqual(["token", "refresh_token", "expires_in", "device_token"]);
     expect(body.expires_in).toBe(3600);
 
@@ -70,18 +97,30 @@ describe("POST /auth/login", () => {
   });
 
   it("returns 401 for an unknown e-mail", async () => {
-    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(randomEmail(), PASSWORD))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it("returns 401 for a wrong password", async () => {
     const email = await verifiedAccount();
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(email, "wrong password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it("returns 401, not 403, for an unverified account with a wrong password", async () => {
     const email = randomEmail();
     await register(email);
-    expect(await textOf(await login(email, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(email, "wrong password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it("returns 403 for an unverified account with the right password", async () => {
@@ -98,7 +137,11 @@ describe("POST /auth/login", () => {
     const password = "x".repeat(72);
     const email = await verifiedAccount(password);
     expect((await login(email, password)).status).toBe(200);
-    expect(await textOf(await login(email, `${password}tail`))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(email, `${password}tail`))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 
   it.each([
@@ -125,7 +168,11 @@ describe("POST /auth/login sessions", () => {
     const before = Date.now();
     const tokens = await logIn(email, { userAgent: "Mozilla/5.0\t(X11;   Linux)  Firefox/140.0 " });
     const session = await storedSession(sessionIdOf(tokens.token));
-    expect(session).toMatchObject({ user_id: (await storedUser(email))!.id, generation: 0, user_agent: "Mozilla/5.0 (X11; Linux) Firefox/140.0" });
+    expect(session).toMatchObject({
+      user_id: (await storedUser(email))!.id,
+      generation: 0,
+      user_agent: "Mozilla/5.0 (X11; Linux) Firefox/140.0",
+    });
     expect(session!.created_at).toBeGreaterThanOrEqual(before);
     expect(session!.last_used_at).toBe(session!.created_at);
     expect(session!.expires_at).toBe(session!.created_at + 30 * DAY);
@@ -146,9 +193,15 @@ describe("POST /auth/refresh", () => {
     // the decoded MAC, and must not keep the token.
     const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     const last = alphabet.indexOf(tokens.refresh_token.at(-1)!);
-    const others = [1, 2, 3].map((bits) => tokens.refresh_token.slice(0, -1) + alphabet[(last & ~3) | ((last & 3) ^ bits)]!);
+    const others = [1, 2, 3].map(
+      (bits) => tokens.refresh_token.slice(0, -1) + alphabet[(last & ~3) | ((last & 3) ^ bits)]!,
+    );
     for (const other of others) {
-      expect(await textOf(await refresh(other))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+      expect(await textOf(await refresh(other))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.invalidRefreshToken,
+      });
     }
     expect((await refresh(tokens.refresh_token)).status).toBe(200);
   });
@@ -162,7 +215,10 @@ describe("POST /auth/refresh", () => {
     const second = (await response.json()) as Tokens;
     expect(Object.keys(second)).toEqual(["token", "refresh_token", "expires_in"]);
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    expect(decodeJwt(second.token)).toMatchObject({ id: String((await storedUser(email))!.id), sid: sessionIdOf(first.token) });
+    expect(decodeJwt(second.token)).toMatchObject({
+      id: String((await storedUser(email))!.id),
+      sid: sessionIdOf(first.token),
+    });
     expect((await me(second.token)).status).toBe(200);
     expect((await storedSession(sessionIdOf(first.token)))!.generation).toBe(1);
 
@@ -187,12 +243,28 @@ describe("POST /auth/refresh", () => {
     const id = sessionIdOf(first.token);
     await setSession(id, { rotated_at: Date.now() - 11_000 });
 
-    expect(await textOf(await refresh(first.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    expect(await textOf(await refresh(first.refresh_token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRefreshToken,
+    });
     expect(await storedSession(id)).toBeNull();
     // Every token of that login is dead: the thief's and the app's.
-    expect(await textOf(await refresh(second.refresh_token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
-    expect(await textOf(await me(second.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
-    expect(await textOf(await me(first.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await refresh(second.refresh_token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRefreshToken,
+    });
+    expect(await textOf(await me(second.token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
+    expect(await textOf(await me(first.token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
   });
 
   it("revokes the session for a token two generations old, grace period or not", async () => {
@@ -228,13 +300,21 @@ describe("POST /auth/refresh", () => {
     ["malformed", "not-a-token"],
     ["of a session that does not exist", "AAAAAAAAAAAAAAAAAAAAAA.0.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],
   ])("answers 401 plain text for a refresh token that is %s", async (_case, token) => {
-    expect(await textOf(await refresh(token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    expect(await textOf(await refresh(token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRefreshToken,
+    });
   });
 
   it("answers 401 for the refresh token of an expired session", async () => {
     const { token, refresh_token: refreshToken } = await logIn(await verifiedAccount());
     await setSession(sessionIdOf(token), { expires_at: Date.now() - 1 });
-    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    expect(await textOf(await refresh(refreshToken))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRefreshToken,
+    });
   });
 
   it.each([
@@ -247,7 +327,13 @@ describe("POST /auth/refresh", () => {
 
   it("is throttled per client like login", async () => {
     const send = () =>
-      callWithEnv({ RATE_LIMITS: "on" }, "POST", "/auth/refresh", { refresh_token: "not-a-token" }, { "CF-Connecting-IP": "203.0.113.91" });
+      callWithEnv(
+        { RATE_LIMITS: "on" },
+        "POST",
+        "/auth/refresh",
+        { refresh_token: "not-a-token" },
+        { "CF-Connecting-IP": "203.0.113.91" },
+      );
     for (let i = 0; i < 30; i++) expect((await send()).status).toBe(401);
     const throttled = await send();
     expect(await textOf(throttled)).toEqual({ status: 429, type: TEXT, body: "Too many requests. Please slow down." });
@@ -267,7 +353,11 @@ describe("POST /auth/logout", () => {
     expect(await storedSession(sessionIdOf(token))).toBeNull();
 
     expect(await textOf(await me(token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
-    expect(await textOf(await refresh(refreshToken))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidRefreshToken });
+    expect(await textOf(await refresh(refreshToken))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidRefreshToken,
+    });
     for (const [method, path, body] of [
       ["GET", "/notes"],
       ["POST", "/notes", { title: "after logout", content: "c" }],
@@ -323,7 +413,11 @@ describe("GET /auth/sessions", () => {
   it("answers 401 for a token of an ended session", async () => {
     const { token } = await logIn(await verifiedAccount());
     await call("POST", "/auth/logout", undefined, bearer(token));
-    expect(await textOf(await call("GET", "/auth/sessions", undefined, bearer(token)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await call("GET", "/auth/sessions", undefined, bearer(token)))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
   });
 });
 
@@ -332,7 +426,12 @@ describe("DELETE /auth/sessions/{id} and DELETE /auth/sessions", () => {
     const email = await verifiedAccount();
     const phone = await logIn(email);
     const laptop = await logIn(email);
-    const response = await call("DELETE", `/auth/sessions/${sessionIdOf(laptop.token)}`, undefined, bearer(phone.token));
+    const response = await call(
+      "DELETE",
+      `/auth/sessions/${sessionIdOf(laptop.token)}`,
+      undefined,
+      bearer(phone.token),
+    );
     expect(response.status).toBe(204);
     expect((await me(laptop.token)).status).toBe(401);
     expect((await refresh(laptop.refresh_token)).status).toBe(401);
@@ -358,10 +457,11 @@ describe("DELETE /auth/sessions/{id} and DELETE /auth/sessions", () => {
       expect((await me(other.token)).status).toBe(401);
       expect((await refresh(other.refresh_token)).status).toBe(401);
     }
-    const list = (await (await call("GET", "/auth/sessions", undefined, bearer(sessions[0]!.token))).json()) as unknown[];
+    const list = (await (
+      await call("GET", "/auth/sessions", undefined, bearer(sessions[0]!.token))
+    ).json()) as unknown[];
     expect(list).toHaveLength(1);
   });
-
 });
 
 describe("GET /auth/me", () => {
@@ -391,7 +491,11 @@ describe("access tokens that are refused", () => {
   it("refuses a validly signed token for a user that does not exist: 401, never a 500", async () => {
     const token = await forged({ id: "987654321", sid });
     for (const [method, body] of [["GET"], ["POST", { title: "t", content: "c" }]] as const) {
-      expect(await jsonOf(await privateNotes(method, "/notes", token, body))).toEqual({ status: 401, type: JSON_TYPE, body: { error: "Unauthorized" } });
+      expect(await jsonOf(await privateNotes(method, "/notes", token, body))).toEqual({
+        status: 401,
+        type: JSON_TYPE,
+        body: { error: "Unauthorized" },
+      });
     }
     expect((await me(token)).status).toBe(401);
   });
@@ -406,7 +510,10 @@ describe("access tokens that are refused", () => {
   it("refuses a token without exp, or living longer than an hour", async () => {
     const { token } = await logIn(await verifiedAccount());
     const claims = decodeJwt(token);
-    for (const bad of [await forged({ id: claims.id, sid: claims.sid }, null), await forged({ id: claims.id, sid: claims.sid }, 7200)]) {
+    for (const bad of [
+      await forged({ id: claims.id, sid: claims.sid }, null),
+      await forged({ id: claims.id, sid: claims.sid }, 7200),
+    ]) {
       expect((await privateNotes("GET", "/notes", bad)).status).toBe(401);
       expect((await me(bad)).status).toBe(401);
     }
@@ -444,7 +551,13 @@ describe("login lock under a burst", () => {
   it("holds with the per-client limiter on as well", async () => {
     const email = await verifiedAccount();
     const send = (password: string) =>
-      callWithEnv({ RATE_LIMITS: "on" }, "POST", "/auth/login", { email, password }, { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` });
+      callWithEnv(
+        { RATE_LIMITS: "on" },
+        "POST",
+        "/auth/login",
+        { email, password },
+        { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` },
+      );
     const responses = await Promise.all(Array.from({ length: 28 }, () => send("wrong password")));
     expect(tally(responses)).toEqual({ 401: 10, 429: 18 });
     expect((await send(PASSWORD)).status).toBe(429);
@@ -488,16 +601,23 @@ describe("login input", () => {
   ])("answers 400 for %s and stores nothing for it", async (_case, email) => {
     const response = await login(email, "wrong password");
     expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: "Please provide a valid email address." });
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?").bind(email.toLowerCase()).first("n")).toBe(0);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM login_failures WHERE email = ?")
+        .bind(email.toLowerCase())
+        .first("n"),
+    ).toBe(0);
   });
 
   it("still answers 401 for a plausible unknown address", async () => {
-    expect(await textOf(await login(randomEmail(), "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+    expect(await textOf(await login(randomEmail(), "wrong password"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: Contract.invalidCredentials,
+    });
   });
 });
 
 describe("login lock", () => {
-
   it("locks an account for 15 minutes after 10 failed logins, even for the right password", async () => {
     const email = await verifiedAccount();
     for (let i = 0; i < 10; i++) expect((await login(email, "wrong password")).status).toBe(401);
@@ -507,7 +627,9 @@ describe("login lock", () => {
     expect(retryAfter).toBeGreaterThan(14 * 60);
     expect(retryAfter).toBeLessThanOrEqual(15 * 60);
 
-    await env.DB.prepare("UPDATE login_failures SET lockedUntil = ? WHERE email = ?").bind(Date.now() - 1, email).run();
+    await env.DB.prepare("UPDATE login_failures SET lockedUntil = ? WHERE email = ?")
+      .bind(Date.now() - 1, email)
+      .run();
     expect((await login(email, PASSWORD)).status).toBe(200);
     expect(await env.DB.prepare("SELECT * FROM login_failures WHERE email = ?").bind(email).first()).toBeNull();
   });
@@ -524,7 +646,11 @@ describe("login lock", () => {
   it("answers an unknown address exactly like a registered one", async () => {
     const unknown = randomEmail();
     for (let i = 0; i < 10; i++) {
-      expect(await textOf(await login(unknown, "wrong password"))).toEqual({ status: 401, type: TEXT, body: Contract.invalidCredentials });
+      expect(await textOf(await login(unknown, "wrong password"))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: Contract.invalidCredentials,
+      });
     }
     const locked = await login(unknown, PASSWORD);
     expect(await textOf(locked)).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });

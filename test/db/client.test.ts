@@ -43,18 +43,24 @@ describe("X-D1-Bookmark", () => {
     expect(bookmarkOf(read) >= written).toBe(true);
   });
 
-  it.each(["nonsense", "00000000-00000008-00000000", "00000000-00000008-00000000-00000000000000000000000000000000x", "ABCDEF00-00000008-00000000-00000000000000000000000000000000"])(
-    "answers 400 in the area's format for a malformed bookmark (%s), before anything is written",
-    async (bad) => {
-      const title = `bookmark-${crypto.randomUUID()}`;
-      const notes = await call("POST", "/notes", { title, content: "c" }, { "X-D1-Bookmark": bad });
-      expect(await jsonOf(notes)).toEqual({ status: 400, type: JSON_TYPE, body: { error: "Invalid X-D1-Bookmark header" } });
-      expect(await env.DB.prepare("SELECT count(*) AS n FROM notes WHERE title = ?").bind(title).first("n")).toBe(0);
+  it.each([
+    "nonsense",
+    "00000000-00000008-00000000",
+    "00000000-00000008-00000000-00000000000000000000000000000000x",
+    "ABCDEF00-00000008-00000000-00000000000000000000000000000000",
+  ])("answers 400 in the area's format for a malformed bookmark (%s), before anything is written", async (bad) => {
+    const title = `bookmark-${crypto.randomUUID()}`;
+    const notes = await call("POST", "/notes", { title, content: "c" }, { "X-D1-Bookmark": bad });
+    expect(await jsonOf(notes)).toEqual({
+      status: 400,
+      type: JSON_TYPE,
+      body: { error: "Invalid X-D1-Bookmark header" },
+    });
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM notes WHERE title = ?").bind(title).first("n")).toBe(0);
 
-      const auth = await call("POST", "/auth/login", { email: "a@example.com", password: "x" }, { "X-D1-Bookmark": bad });
-      expect(await textOf(auth)).toEqual({ status: 400, type: TEXT, body: "Invalid X-D1-Bookmark header." });
-    },
-  );
+    const auth = await call("POST", "/auth/login", { email: "a@example.com", password: "x" }, { "X-D1-Bookmark": bad });
+    expect(await textOf(auth)).toEqual({ status: 400, type: TEXT, body: "Invalid X-D1-Bookmark header." });
+  });
 
   it("is never the client's own value handed back when the database was not asked", async () => {
     const held = bookmarkOf(await call("POST", "/notes", { title: "t", content: "c" }));
@@ -108,6 +114,13 @@ describe("requestSession", () => {
     requestSession(binding, "DELETE", undefined);
     requestSession(binding, "GET", bookmark);
     requestSession(binding, "PATCH", bookmark);
-    expect(asked).toEqual(["first-unconstrained", "first-unconstrained", "first-primary", "first-primary", bookmark, bookmark]);
+    expect(asked).toEqual([
+      "first-unconstrained",
+      "first-unconstrained",
+      "first-primary",
+      "first-primary",
+      bookmark,
+      bookmark,
+    ]);
   });
 });

@@ -37,24 +37,43 @@ describe("0014_sign_in_methods", () => {
     const userId = meta.last_row_id;
     const sealed = await seal(secret, env.JWT_SECRET_KEY);
     await db.batch([
-      db.prepare("INSERT INTO mfa_factors (user_id, sealed_secret, status, last_used_step, created_at) VALUES (?, ?, 'active', ?, ?)").bind(userId, sealed, lastStep, Date.now()),
-      db.prepare("INSERT INTO mfa_recovery_codes (user_id, code_hash) VALUES (?, ?)").bind(userId, await sha256Hex(normalizeRecoveryCode(recoveryCode))),
-      db.prepare("INSERT INTO mfa_challenges (token_hash, user_id, checked_hash, expires_at) VALUES ('in flight', ?, 'h', ?)").bind(userId, Date.now() + 60_000),
+      db
+        .prepare(
+          "INSERT INTO mfa_factors (user_id, sealed_secret, status, last_used_step, created_at) VALUES (?, ?, 'active', ?, ?)",
+        )
+        .bind(userId, sealed, lastStep, Date.now()),
+      db
+        .prepare("INSERT INTO mfa_recovery_codes (user_id, code_hash) VALUES (?, ?)")
+        .bind(userId, await sha256Hex(normalizeRecoveryCode(recoveryCode))),
+      db
+        .prepare(
+          "INSERT INTO mfa_challenges (token_hash, user_id, checked_hash, expires_at) VALUES ('in flight', ?, 'h', ?)",
+        )
+        .bind(userId, Date.now() + 60_000),
     ]);
 
     await applyD1Migrations(db, all);
 
-    expect(await db.prepare("SELECT user_id, kind, sealed_secret, status, last_used_step FROM mfa_factors WHERE user_id = ?").bind(userId).first()).toEqual({
+    expect(
+      await db
+        .prepare("SELECT user_id, kind, sealed_secret, status, last_used_step FROM mfa_factors WHERE user_id = ?")
+        .bind(userId)
+        .first(),
+    ).toEqual({
       user_id: userId,
       kind: "totp",
       sealed_secret: sealed,
       status: "active",
       last_used_step: lastStep,
     });
-    expect(await db.prepare("SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?").bind(userId).first("n")).toBe(1);
+    expect(
+      await db.prepare("SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?").bind(userId).first("n"),
+    ).toBe(1);
     // A challenge in flight is dropped: that sign-in starts again.
     expect(await db.prepare("SELECT count(*) AS n FROM mfa_challenges").first("n")).toBe(0);
-    expect(await db.prepare("SELECT sign_in_epoch FROM users WHERE id = ?").bind(userId).first("sign_in_epoch")).toBe(0);
+    expect(await db.prepare("SELECT sign_in_epoch FROM users WHERE id = ?").bind(userId).first("sign_in_epoch")).toBe(
+      0,
+    );
 
     const signIn = async (proof: Record<string, string>) => {
       const first = await callWithEnv({ DB: db }, "POST", "/auth/login", { email, password: PASSWORD });
@@ -63,7 +82,9 @@ describe("0014_sign_in_methods", () => {
     };
     expect((await signIn({ code: await totpAt(secret, stepAt(Date.now())) })).status).toBe(200);
     expect((await signIn({ recovery_code: recoveryCode })).status).toBe(200);
-    expect(await db.prepare("SELECT amr FROM sessions WHERE user_id = ? ORDER BY created_at").bind(userId).all()).toMatchObject({
+    expect(
+      await db.prepare("SELECT amr FROM sessions WHERE user_id = ? ORDER BY created_at").bind(userId).all(),
+    ).toMatchObject({
       results: [{ amr: "pwd otp mfa" }, { amr: "pwd rec mfa" }],
     });
   });

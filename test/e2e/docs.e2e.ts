@@ -67,7 +67,9 @@ async function takeScreenshot(): Promise<void> {
 before(
   async () => {
     if (!existsSync(chromiumPath)) {
-      throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
+      throw new Error(
+        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
+      );
     }
     worker = await startWorker({ NOTES_AUTH: "off" });
     origin = `http://127.0.0.1:${worker.port}`;
@@ -113,7 +115,10 @@ test("the worker runs without the developer's .dev.vars, .env or shell variables
 // 2020-12 validator does; so the document is validated here, in Node, against the official schema.
 test("/openapi.json is valid OpenAPI 3.1 under the official schema", async () => {
   const document: unknown = await (await fetch(`${origin}/openapi.json`)).json();
-  assert.ok(typeof document === "object" && document !== null && !Array.isArray(document), "the document is not a JSON object");
+  assert.ok(
+    typeof document === "object" && document !== null && !Array.isArray(document),
+    "the document is not a JSON object",
+  );
   const validator = new Validator();
   const result = await validator.validate({ ...document });
   assert.deepEqual(result.errors ?? [], []);
@@ -124,7 +129,11 @@ test("/openapi.json is valid OpenAPI 3.1 under the official schema", async () =>
 test("every operation of /openapi.json is on /docs exactly once", async () => {
   const spec = (await (await fetch(`${origin}/openapi.json`)).json()) as OpenApi;
   const documented = Object.entries(spec.paths)
-    .flatMap(([path, item]) => Object.keys(item).filter((key) => HTTP_METHODS.includes(key)).map((method) => `${method.toUpperCase()} ${path}`))
+    .flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((key) => HTTP_METHODS.includes(key))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    )
     .sort();
   assert.ok(documented.length >= 9, `only ${documented.length} operations in /openapi.json`);
   const shown: string[] = [];
@@ -135,14 +144,17 @@ test("every operation of /openapi.json is on /docs exactly once", async () => {
   assert.deepEqual(shown, documented);
 });
 
-test("no field or heading on the page reads \"undefined\"", async () => {
+test('no field or heading on the page reads "undefined"', async () => {
   // Text of closed operations too: a parameter the page failed to resolve shows as "undefined (undefined)".
   const texts = [
     ...(await page.locator("label").allTextContents()),
     ...(await page.locator("details.op > summary").allTextContents()),
   ];
   assert.ok(texts.length > 0);
-  assert.deepEqual(texts.filter((text) => text.includes("undefined")), []);
+  assert.deepEqual(
+    texts.filter((text) => text.includes("undefined")),
+    [],
+  );
 });
 
 let created: Note;
@@ -151,7 +163,10 @@ test("POST /notes from the page creates a note", async () => {
   const op = operation("POST", "/notes");
   await op.locator("summary").click();
   assert.notEqual(await op.getAttribute("open"), null, "POST /notes did not open");
-  const example = JSON.parse(await op.locator("textarea[name=body]").inputValue()) as { title: string; content: string };
+  const example = JSON.parse(await op.locator("textarea[name=body]").inputValue()) as {
+    title: string;
+    content: string;
+  };
   assert.deepEqual(example, { title: "First", content: "Hello" });
 
   const { status, body, text } = await send(op);
@@ -181,7 +196,13 @@ test("the page sends the X-D1-Bookmark field as a header, not in the query", asy
   assert.ok(created, "needs the note created by an earlier test");
   const op = operation("GET", "/notes/{id}");
   const bookmark = op.locator('input[name="X-D1-Bookmark"]');
-  assert.equal(await op.locator("label").filter({ hasText: /^X-D1-Bookmark \(header\)/ }).count(), 1);
+  assert.equal(
+    await op
+      .locator("label")
+      .filter({ hasText: /^X-D1-Bookmark \(header\)/ })
+      .count(),
+    1,
+  );
 
   // A value that is not a bookmark: the worker's 400 proves the header reached it.
   await bookmark.fill("not a bookmark");
@@ -192,7 +213,9 @@ test("the page sends the X-D1-Bookmark field as a header, not in the query", asy
   assert.equal(request.headers()["x-d1-bookmark"], "not a bookmark");
   assert.equal(refused.status, 400, refused.text);
   assert.deepEqual(refused.body, { error: "Invalid X-D1-Bookmark header" });
-  provokedErrors.push(`Failed to load resource: the server responded with a status of 400 (Bad Request) (${request.url()})`);
+  provokedErrors.push(
+    `Failed to load resource: the server responded with a status of 400 (Bad Request) (${request.url()})`,
+  );
 
   // The bookmark of a real answer: read-your-writes, and the page shows the answer's bookmark.
   const fresh = (await fetch(`${origin}/notes/${created.id}`)).headers.get("x-d1-bookmark");
@@ -222,5 +245,8 @@ test("the page logged no error", () => {
   // Chromium asks for /favicon.ico by itself; the worker has none and answers 404, which Chromium logs.
   // That request is the browser's, not the page's.
   const favicon = `Failed to load resource: the server responded with a status of 404 (Not Found) (${origin}/favicon.ico)`;
-  assert.deepEqual(consoleErrors.filter((line) => line !== favicon && !provokedErrors.includes(line)), []);
+  assert.deepEqual(
+    consoleErrors.filter((line) => line !== favicon && !provokedErrors.includes(line)),
+    [],
+  );
 });

@@ -22,8 +22,16 @@ const email = `passkey-${randomBytes(6).toString("hex")}@example.com`;
 
 /** What the page's code uses of the browser's WebAuthn API (this file is compiled without the DOM's types). */
 interface WebAuthnPage {
-  PublicKeyCredential: { parseCreationOptionsFromJSON(options: unknown): unknown; parseRequestOptionsFromJSON(options: unknown): unknown };
-  navigator: { credentials: { create(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }>; get(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }> } };
+  PublicKeyCredential: {
+    parseCreationOptionsFromJSON(options: unknown): unknown;
+    parseRequestOptionsFromJSON(options: unknown): unknown;
+  };
+  navigator: {
+    credentials: {
+      create(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }>;
+      get(options: { publicKey: unknown }): Promise<{ toJSON(): unknown }>;
+    };
+  };
 }
 
 let worker: Worker | undefined;
@@ -35,33 +43,62 @@ let accessToken = "";
 let authenticatorId = "";
 
 /** A request to the API from Node, its status and body (JSON when it is). */
-async function api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: unknown }> {
+async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<{ status: number; body: unknown }> {
   const response = await fetch(`${origin}${path}`, {
     method,
     headers: { "Content-Type": "application/json", ...(token && { Authorization: `Bearer ${token}` }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, body: response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text };
+  return {
+    status: response.status,
+    body: response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text,
+  };
 }
 
 before(
   async () => {
     if (!existsSync(chromiumPath)) {
-      throw new Error(`No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`);
+      throw new Error(
+        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
+      );
     }
     const port = await freePort();
     // The RP ID is localhost: the page must be opened by that name (127.0.0.1 is not a valid RP ID).
     origin = `http://localhost:${port}`;
     // bcrypt at cost 4: the account is made for the test, not to measure.
-    worker = await startWorker({ WEBAUTHN_RP_ID: "localhost", WEBAUTHN_ORIGINS: origin, JWT_SECRET_KEY: randomBytes(32).toString("base64url"), BCRYPT_COST: "4" }, port);
-    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
+    worker = await startWorker(
+      {
+        WEBAUTHN_RP_ID: "localhost",
+        WEBAUTHN_ORIGINS: origin,
+        JWT_SECRET_KEY: randomBytes(32).toString("base64url"),
+        BCRYPT_COST: "4",
+      },
+      port,
+    );
+    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
+      executablePath: chromiumPath,
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(15_000);
     cdp = await context.newCDPSession(page);
     await cdp.send("WebAuthn.enable", { enableUI: false });
     const added = await cdp.send("WebAuthn.addVirtualAuthenticator", {
-      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     authenticatorId = added.authenticatorId;
     await page.goto(`${origin}/docs`);
@@ -79,7 +116,9 @@ after(async () => {
 
 test("an account is made and verified through the API", async () => {
   assert.equal((await api("POST", "/auth/register", { email, password: PASSWORD })).status, 201);
-  const [row] = worker!.query(`SELECT code FROM one_time_codes WHERE user_id = (SELECT id FROM users WHERE email = '${email}')`);
+  const [row] = worker!.query(
+    `SELECT code FROM one_time_codes WHERE user_id = (SELECT id FROM users WHERE email = '${email}')`,
+  );
   assert.ok(row, "no verification code stored");
   assert.equal((await api("POST", "/auth/verify-email", { email, token: row.code })).status, 200);
   const login = await api("POST", "/auth/login", { email, password: PASSWORD });
@@ -117,7 +156,11 @@ test("the page registers a passkey with navigator.credentials.create() and the A
 
 test("the page signs in with navigator.credentials.get(), no address typed: 200 with a login's answer", async () => {
   const result = await page.evaluate(async () => {
-    const optionsResponse = await fetch("/auth/passkeys/login/options", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    const optionsResponse = await fetch("/auth/passkeys/login/options", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: "{}",
+    });
     const { options } = (await optionsResponse.json()) as { options: unknown };
     const browser = globalThis as unknown as WebAuthnPage;
     const publicKey = browser.PublicKeyCredential.parseRequestOptionsFromJSON(options);
@@ -135,6 +178,9 @@ test("the page signs in with navigator.credentials.get(), no address typed: 200 
   // The session is the account's, and records the passkey as its sign-in method.
   const me = await api("GET", "/auth/me", undefined, tokens.token);
   assert.equal((me.body as { email: string }).email, email);
-  const sessions = (await api("GET", "/auth/sessions", undefined, tokens.token)).body as { amr: string[]; current: boolean }[];
+  const sessions = (await api("GET", "/auth/sessions", undefined, tokens.token)).body as {
+    amr: string[];
+    current: boolean;
+  }[];
   assert.deepEqual(sessions.find((session) => session.current)?.amr, ["hwk", "mfa"]);
 });

@@ -94,7 +94,8 @@ function splitComment(line: string): { code: string; comment: string | undefined
       if (char === quote) quote = undefined;
       else if (char === "\\" && quote === '"') i++;
     } else if (char === "'" || char === '"') quote = char;
-    else if (char === "#" && (i === 0 || /\s/.test(line[i - 1]!))) return { code: line.slice(0, i).trimEnd(), comment: line.slice(i + 1).trim() };
+    else if (char === "#" && (i === 0 || /\s/.test(line[i - 1]!)))
+      return { code: line.slice(0, i).trimEnd(), comment: line.slice(i + 1).trim() };
   }
   return { code: line, comment: undefined };
 }
@@ -104,7 +105,8 @@ function readValue(code: string, comment: string | undefined): string {
   const assignment = /^([A-Z_][A-Z0-9_]*)=\S+$/.exec(code);
   if (!assignment || comment === undefined) return code;
   if (/mail in the dev terminal/.test(comment)) return `${assignment[1]}=$(curl -sf "$README_CHECK/mail-code")`;
-  if (/authenticator app shows/.test(comment)) return `${assignment[1]}=$(curl -sf "$README_CHECK/totp?secret=$SECRET")`;
+  if (/authenticator app shows/.test(comment))
+    return `${assignment[1]}=$(curl -sf "$README_CHECK/totp?secret=$SECRET")`;
   return code;
 }
 
@@ -138,7 +140,10 @@ export function stepsOf(file: string, block: { line: number; text: string }): St
  * Runs the steps in one bash, each one's output and status kept apart; answers them in order. Not
  * spawnSync: this process serves the mail codes and TOTP codes the script asks for while it runs.
  */
-async function runInBash(name: string, steps: Step[]): Promise<Array<{ output: string; error: string; status: number | undefined }>> {
+async function runInBash(
+  name: string,
+  steps: Step[],
+): Promise<Array<{ output: string; error: string; status: number | undefined }>> {
   const dir = mkdtempSync(join(tmp, `${name}-`));
   const script = [
     "set -u",
@@ -163,7 +168,9 @@ async function runInBash(name: string, steps: Step[]): Promise<Array<{ output: s
   };
   return steps.map((_, i) => ({
     output: read(`${i}.out`) ?? "",
-    error: read(`${i}.err`) ?? (bash.signalCode ? `bash was stopped (${bash.signalCode}) after ${RUN_TIMEOUT_MS / 1000} s` : stderr),
+    error:
+      read(`${i}.err`) ??
+      (bash.signalCode ? `bash was stopped (${bash.signalCode}) after ${RUN_TIMEOUT_MS / 1000} s` : stderr),
     status: read(`${i}.rc`) === undefined ? undefined : Number(read(`${i}.rc`)),
   }));
 }
@@ -180,17 +187,23 @@ function pattern(expected: string): RegExp {
 function mismatch(step: Step, output: string): string | undefined {
   const expected = step.expected!;
   const head = /^HTTP\/[\d.]+ (\d{3})[^\n]*\r?\n([\s\S]*?)\r?\n\r?\n/.exec(output);
-  if (expected.status !== undefined && !head) return `shows status ${expected.status}, but the command prints no status line (curl -i)`;
-  if (head && expected.status !== undefined && Number(head[1]) !== expected.status) return `shows status ${expected.status}, got ${head[1]}`;
+  if (expected.status !== undefined && !head)
+    return `shows status ${expected.status}, but the command prints no status line (curl -i)`;
+  if (head && expected.status !== undefined && Number(head[1]) !== expected.status)
+    return `shows status ${expected.status}, got ${head[1]}`;
   const body = (head ? output.slice(head[0].length) : output).trim();
-  if (expected.body !== undefined && !pattern(expected.body).test(body)) return `shows ${expected.body}\n  got   ${body}`;
+  if (expected.body !== undefined && !pattern(expected.body).test(body))
+    return `shows ${expected.body}\n  got   ${body}`;
   return undefined;
 }
 
 /** Runs a document's walk-throughs; the failures, one a line, with where they are. */
 async function walkThrough(file: string): Promise<string[]> {
   const steps = walkThroughBlocks(readFileSync(join(root, file), "utf8")).flatMap((block) => stepsOf(file, block));
-  assert.ok(steps.some((step) => step.expected), `${file}: no walk-through with an answer to check`);
+  assert.ok(
+    steps.some((step) => step.expected),
+    `${file}: no walk-through with an answer to check`,
+  );
   const results = await runInBash(file.replace(/\W/g, "_"), steps);
   const failures: string[] = [];
   for (const [i, step] of steps.entries()) {
@@ -266,7 +279,8 @@ async function startHelper(): Promise<void> {
       res.end(value ?? "");
     };
     if (url.pathname === "/mail-code") void nextMailedCode().then(answer);
-    else if (url.pathname === "/totp") void nextTotp(url.searchParams.get("secret") ?? "").then(answer, () => answer(undefined));
+    else if (url.pathname === "/totp")
+      void nextTotp(url.searchParams.get("secret") ?? "").then(answer, () => answer(undefined));
     else answer(undefined);
   });
   await new Promise<void>((resolve) => helper!.listen(0, "127.0.0.1", resolve));
@@ -276,7 +290,11 @@ async function startHelper(): Promise<void> {
 before(
   async () => {
     for (const tool of ["bash", "curl", "jq"]) {
-      assert.equal(spawnSync(tool, ["--version"]).error, undefined, `the walk-throughs need ${tool} (apt-get install ${tool})`);
+      assert.equal(
+        spawnSync(tool, ["--version"]).error,
+        undefined,
+        `the walk-throughs need ${tool} (apt-get install ${tool})`,
+      );
     }
     const smtpPort = await startMailbox();
     await startHelper();
@@ -284,7 +302,11 @@ before(
     const devVars = readFileSync(join(root, ".dev.vars.example"), "utf8")
       .replace(/^JWT_SECRET_KEY=.*$/m, `JWT_SECRET_KEY=${randomBytes(32).toString("base64url")}`)
       .replace(/^SMTP_PORT=.*$/m, `SMTP_PORT=${smtpPort}`);
-    worker = await startWorker(Object.fromEntries(Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]]))));
+    worker = await startWorker(
+      Object.fromEntries(
+        Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]])),
+      ),
+    );
   },
   { timeout: 90_000 },
 );
@@ -296,10 +318,18 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
 });
 
-test("the README's walk-throughs run top to bottom and answer what they show", { timeout: RUN_TIMEOUT_MS + 10_000 }, async () => {
-  assert.deepEqual(await walkThrough("README.md"), []);
-});
+test(
+  "the README's walk-throughs run top to bottom and answer what they show",
+  { timeout: RUN_TIMEOUT_MS + 10_000 },
+  async () => {
+    assert.deepEqual(await walkThrough("README.md"), []);
+  },
+);
 
-test("docs/sessions.md's walk-through runs after them, in a new terminal, and answers what it shows", { timeout: RUN_TIMEOUT_MS + 10_000 }, async () => {
-  assert.deepEqual(await walkThrough("docs/sessions.md"), []);
-});
+test(
+  "docs/sessions.md's walk-through runs after them, in a new terminal, and answers what it shows",
+  { timeout: RUN_TIMEOUT_MS + 10_000 },
+  async () => {
+    assert.deepEqual(await walkThrough("docs/sessions.md"), []);
+  },
+);

@@ -57,7 +57,10 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-/** Starts the worker with `vars` (`--var NAME:value`) on port `port` (a free one by default), once it answers /openapi.json. */
+/**
+ * Starts the worker with `vars` (`--var NAME:value`) on port `port` (a free one by default), once it answers
+ * /openapi.json.
+ */
 export async function startWorker(vars: Record<string, string>, port?: number): Promise<Worker> {
   const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-"));
   const persistDir = join(tmp, "state");
@@ -73,26 +76,48 @@ export async function startWorker(vars: Record<string, string>, port?: number): 
     NO_COLOR: "1",
     FORCE_COLOR: "0",
   };
-  const run = (args: string[]) => spawnSync(process.execPath, [wrangler, ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 30_000 });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, [wrangler, ...args], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+      timeout: 30_000,
+    });
 
   const migrate = run(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir]);
   if (migrate.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`wrangler d1 migrations apply failed (status ${migrate.status}):\n${tail(migrate.stdout + migrate.stderr)}`);
+    throw new Error(
+      `wrangler d1 migrations apply failed (status ${migrate.status}):\n${tail(migrate.stdout + migrate.stderr)}`,
+    );
   }
 
   const workerPort = port ?? (await freePort());
   const inspectorPort = await freePort();
   const args = [
-    wrangler, "dev",
-    "--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort),
-    "--persist-to", persistDir,
-    "--env-file", emptyEnvFile,
+    wrangler,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(workerPort),
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    persistDir,
+    "--env-file",
+    emptyEnvFile,
     ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     "--show-interactive-dev-session=false",
   ];
   // Its own process group, so the whole tree (wrangler, workerd) can be stopped with one signal.
-  const child: ChildProcess = spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let output = "";
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -119,7 +144,10 @@ export async function startWorker(vars: Record<string, string>, port?: number): 
     process.off("exit", killNow);
     for (const signal of ["SIGINT", "SIGTERM"] as const) process.off(signal, interrupted);
     if (child.pid && child.exitCode === null && child.signalCode === null && kill("SIGTERM")) {
-      const stopped = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5_000))]);
+      const stopped = await Promise.race([
+        exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 5_000)),
+      ]);
       // wrangler may exit before its workerd does; whatever is left in the group goes now.
       kill(stopped ? "SIGTERM" : "SIGKILL");
     }
@@ -153,7 +181,9 @@ export async function startWorker(vars: Record<string, string>, port?: number): 
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`wrangler dev did not answer on ${origin} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${tail(output)}`);
+      throw new Error(
+        `wrangler dev did not answer on ${origin} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${tail(output)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }

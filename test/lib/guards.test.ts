@@ -63,13 +63,18 @@ describe("request size limits", () => {
     const fits = await call("POST", "/notes", { title: "large", content });
     expect(fits.status).toBe(201);
     const { id } = (await fits.json()) as { id: number };
-    expect(((await call("PATCH", `/notes/${id}`, { content: `${content}z`.repeat(2) })).status)).toBe(413);
-    const stored = await env.DB.prepare("SELECT length(content) AS n FROM notes WHERE id = ?").bind(id).first<{ n: number }>();
+    expect((await call("PATCH", `/notes/${id}`, { content: `${content}z`.repeat(2) })).status).toBe(413);
+    const stored = await env.DB.prepare("SELECT length(content) AS n FROM notes WHERE id = ?")
+      .bind(id)
+      .first<{ n: number }>();
     expect(stored!.n).toBe(content.length);
   });
 });
 
-/** Every security header Hono's `secureHeaders()` knows of, and the CSP, as an answer carries them (absent ones left out). */
+/**
+ * Every security header Hono's `secureHeaders()` knows of, and the CSP, as an answer carries them (absent ones left
+ * out).
+ */
 function securityHeadersOf(response: Response): Record<string, string> {
   const names = [
     "content-security-policy",
@@ -87,7 +92,9 @@ function securityHeadersOf(response: Response): Record<string, string> {
     "x-permitted-cross-domain-policies",
     "x-xss-protection",
   ];
-  return Object.fromEntries(names.flatMap((name) => (response.headers.has(name) ? [[name, response.headers.get(name)!]] : [])));
+  return Object.fromEntries(
+    names.flatMap((name) => (response.headers.has(name) ? [[name, response.headers.get(name)!]] : [])),
+  );
 }
 
 const API_SECURITY_HEADERS = {
@@ -125,7 +132,11 @@ describe("headers on every response", () => {
     expect(response.headers.get("content-type")).toBe("text/html; charset=UTF-8");
     const page = await response.text();
     // The page has one inline style and one inline script, no other source of either, and no inline handler.
-    expect(page.match(/<(script|style|link)\b[^>]*>/g)).toEqual(["<link rel=\"icon\" href=\"data:,\">", "<style>", "<script>"]);
+    expect(page.match(/<(script|style|link)\b[^>]*>/g)).toEqual([
+      '<link rel="icon" href="data:,">',
+      "<style>",
+      "<script>",
+    ]);
     expect(page).not.toMatch(/\son[a-z]+=|\sstyle=/);
     const hashOf = async (tag: string) => {
       const text = new RegExp(`<${tag}>([\\s\\S]*)</${tag}>`).exec(page)![1]!;
@@ -159,7 +170,9 @@ describe("CORS", () => {
     const response = await callWithEnv(origins, "OPTIONS", "/notes", undefined, preflight("https://admin.example.com"));
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-origin")).toBe("https://admin.example.com");
-    expect(response.headers.get("access-control-allow-headers")).toBe("Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key,If-Match,If-None-Match");
+    expect(response.headers.get("access-control-allow-headers")).toBe(
+      "Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key,If-Match,If-None-Match",
+    );
     expect(response.headers.get("access-control-allow-methods")).toBe("GET,POST,PATCH,DELETE");
   });
 
@@ -171,10 +184,14 @@ describe("CORS", () => {
   });
 
   it("lets a browser read Link (the next page) and WWW-Authenticate (the scheme a 401 wants)", async () => {
-    const response = await callWithEnv({ ...origins, NOTES_AUTH: "required" }, "GET", "/notes", undefined, { Origin: "https://app.example.com" });
+    const response = await callWithEnv({ ...origins, NOTES_AUTH: "required" }, "GET", "/notes", undefined, {
+      Origin: "https://app.example.com",
+    });
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
-    expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(expect.arrayContaining(["Link", "WWW-Authenticate", "ETag", "Idempotent-Replayed"]));
+    expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(
+      expect.arrayContaining(["Link", "WWW-Authenticate", "ETag", "Idempotent-Replayed"]),
+    );
   });
 
   it("marks actual responses for an allowed origin, and leaves plain OPTIONS to the spec's 405", async () => {
@@ -187,17 +204,25 @@ describe("CORS", () => {
 describe("per-client rate limit keys", () => {
   const limited = { RATE_LIMITS: "on" };
   /** A fresh /64 of the documentation range, and an address inside it. */
-  const prefix = () => `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:${Math.floor(Math.random() * 0xffff).toString(16)}`;
+  const prefix = () =>
+    `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:${Math.floor(Math.random() * 0xffff).toString(16)}`;
 
   it("counts every address of one IPv6 /64 as one client: of 40 concurrent POSTs from 40 addresses, 30 pass", async () => {
     const net = prefix();
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` })),
+      Array.from({ length: 40 }, (_, i) =>
+        callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` }),
+      ),
     );
     expect(tally(answers)).toEqual({ 400: 30, 429: 10 });
     // The same /64 spelled another way is the same client; the next /64 is another one.
-    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net.toUpperCase()}:0:0:0:ffff` })).status).toBe(429);
-    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${prefix()}::1` })).status).toBe(400);
+    expect(
+      (await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net.toUpperCase()}:0:0:0:ffff` }))
+        .status,
+    ).toBe(429);
+    expect(
+      (await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${prefix()}::1` })).status,
+    ).toBe(400);
   });
 
   it("counts the /64s of one IPv6 /48 together too: 10 of them use up its 300, an 11th is refused, another /48 is not", async () => {
@@ -207,29 +232,51 @@ describe("per-client rate limit keys", () => {
     // Each /64 stays within its own 30; the tenth reaches the /48's 300.
     for (let subnet = 1; subnet <= 10; subnet++) {
       const answers = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:${subnet.toString(16)}::${(i + 1).toString(16)}` })),
+        Array.from({ length: 30 }, (_, i) =>
+          callWithEnv(
+            limited,
+            "POST",
+            "/auth/login",
+            {},
+            { "CF-Connecting-IP": `${net}:${subnet.toString(16)}::${(i + 1).toString(16)}` },
+          ),
+        ),
       );
       expect(tally(answers)).toEqual({ 400: 30 });
     }
     const eleventh = await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:b::1` });
     expect(await textOf(eleventh)).toEqual({ status: 429, type: TEXT, body: "Too many requests. Please slow down." });
     expect(eleventh.headers.get("retry-after")).toBe("60");
-    expect(logs.filter((line) => line.event === "client_rate_limited")).toEqual([expect.objectContaining({ level: "warn", by: "network" })]);
-    expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${site()}:1::1` })).status).toBe(400);
+    expect(logs.filter((line) => line.event === "client_rate_limited")).toEqual([
+      expect.objectContaining({ level: "warn", by: "network" }),
+    ]);
+    expect(
+      (await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${site()}:1::1` })).status,
+    ).toBe(400);
   });
 
   it("does not count against the /48 what a /64's own limit refused: one /64 over its limit leaves its neighbours their share", async () => {
     const net = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}`;
-    const noisy = await Promise.all(Array.from({ length: 330 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:1::1` })));
+    const noisy = await Promise.all(
+      Array.from({ length: 330 }, () =>
+        callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:1::1` }),
+      ),
+    );
     expect(tally(noisy)).toEqual({ 400: 30, 429: 300 });
-    const neighbour = await Promise.all(Array.from({ length: 30 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:2::1` })));
+    const neighbour = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": `${net}:2::1` }),
+      ),
+    );
     expect(tally(neighbour)).toEqual({ 400: 30 });
   });
 
   it("keys IPv4 clients by their whole address", async () => {
     const a = `198.51.100.${Math.floor(Math.random() * 250)}`;
     const b = `203.0.113.${Math.floor(Math.random() * 250)}`;
-    const fromA = await Promise.all(Array.from({ length: 31 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": a })));
+    const fromA = await Promise.all(
+      Array.from({ length: 31 }, () => callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": a })),
+    );
     expect(tally(fromA)).toEqual({ 400: 30, 429: 1 });
     expect((await callWithEnv(limited, "POST", "/auth/login", {}, { "CF-Connecting-IP": b })).status).toBe(400);
   });
@@ -248,7 +295,9 @@ describe("Cache-Control", () => {
   });
 
   it("is no-store on notes answers when notes are private, and left to caches when they are public", async () => {
-    expect((await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes")).headers.get("cache-control")).toBe("no-store");
+    expect((await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes")).headers.get("cache-control")).toBe(
+      "no-store",
+    );
     expect((await call("GET", "/notes?limit=1")).headers.get("cache-control")).toBeNull();
   });
 });

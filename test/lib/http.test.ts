@@ -14,13 +14,21 @@ describe("deeply nested JSON bodies", () => {
   it("answers 400 plain text on /auth/register for 3,500 levels and a lone surrogate", async () => {
     const email = randomEmail();
     const body = `{"email":"${email}","password":"${PASSWORD}","x":${nested(3_500)},"y":"\\ud800"}`;
-    expect(await textOf(await call("POST", "/auth/register", body))).toEqual({ status: 400, type: TEXT, body: LONE_SURROGATE });
+    expect(await textOf(await call("POST", "/auth/register", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: LONE_SURROGATE,
+    });
     expect(await storedUser(email)).toBeNull();
   });
 
   it("answers 400 JSON on POST /notes for 3,500 levels and a lone surrogate", async () => {
     const body = `{"title":"t","content":"c","x":${nested(3_500)},"y":"\\ud800"}`;
-    expect(await jsonOf(await call("POST", "/notes", body))).toEqual({ status: 400, type: JSON_TYPE, body: { error: LONE_SURROGATE } });
+    expect(await jsonOf(await call("POST", "/notes", body))).toEqual({
+      status: 400,
+      type: JSON_TYPE,
+      body: { error: LONE_SURROGATE },
+    });
   });
 
   it("registers with a deeply nested unknown field, which is ignored, and an escaped surrogate pair", async () => {
@@ -31,11 +39,15 @@ describe("deeply nested JSON bodies", () => {
     expect(await storedUser(email)).not.toBeNull();
   });
 
-  it("creates a note with a deeply nested unknown field, an escaped pair and an escaped backslash before \"ud800\"", async () => {
+  it('creates a note with a deeply nested unknown field, an escaped pair and an escaped backslash before "ud800"', async () => {
     // `\\ud800` is a backslash followed by the letters "ud800": no surrogate at all.
     const body = `{"title":"C:\\\\ud800 \\ud83d\\ude00","content":"c","x":${nested(200_000)}}`;
     const response = await jsonOf(await call("POST", "/notes", body));
-    expect(response).toMatchObject({ status: 201, type: JSON_TYPE, body: { title: "C:\\ud800 \u{1F600}", content: "c" } });
+    expect(response).toMatchObject({
+      status: 201,
+      type: JSON_TYPE,
+      body: { title: "C:\\ud800 \u{1F600}", content: "c" },
+    });
     expect(Object.keys(response.body as object).sort()).toEqual(["content", "created_at", "id", "title"]);
   });
 });
@@ -44,7 +56,8 @@ describe("request bodies that are not UTF-8", () => {
   const NOT_UTF8 = "Request body must be valid UTF-8.";
   const utf8 = (text: string) => new TextEncoder().encode(text);
   /** Raw bytes between two pieces of JSON text. */
-  const withBytes = (before: string, bytes: number[], after: string) => new Uint8Array([...utf8(before), ...bytes, ...utf8(after)]);
+  const withBytes = (before: string, bytes: number[], after: string) =>
+    new Uint8Array([...utf8(before), ...bytes, ...utf8(after)]);
 
   it.each([
     ["0xC3 0x28 (a lead byte without its continuation)", [0xc3, 0x28]],
@@ -54,7 +67,11 @@ describe("request bodies that are not UTF-8", () => {
   ])("answers 400 plain text on /auth/register for %s and creates no account", async (_case, bytes) => {
     const email = randomEmail();
     const body = withBytes(`{"email":"${email}","password":"${PASSWORD}`, bytes, '"}');
-    expect(await textOf(await call("POST", "/auth/register", body))).toEqual({ status: 400, type: TEXT, body: NOT_UTF8 });
+    expect(await textOf(await call("POST", "/auth/register", body))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: NOT_UTF8,
+    });
     expect(await storedUser(email)).toBeNull();
   });
 
@@ -65,10 +82,14 @@ describe("request bodies that are not UTF-8", () => {
     const marker = crypto.randomUUID();
     const created = await call("POST", "/notes", withBytes(`{"title":"${marker}`, bytes, '","content":"c"}'));
     expect(await jsonOf(created)).toEqual({ status: 400, type: JSON_TYPE, body: { error: NOT_UTF8 } });
-    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM notes WHERE title LIKE ?").bind(`${marker}%`).first<{ n: number }>();
+    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM notes WHERE title LIKE ?")
+      .bind(`${marker}%`)
+      .first<{ n: number }>();
     expect(stored!.n).toBe(0);
 
-    const { id } = (await (await call("POST", "/notes", { title: marker, content: "before" })).json()) as { id: number };
+    const { id } = (await (await call("POST", "/notes", { title: marker, content: "before" })).json()) as {
+      id: number;
+    };
     const patched = await call("PATCH", `/notes/${id}`, withBytes('{"content":"after', bytes, '"}'));
     expect(await jsonOf(patched)).toEqual({ status: 400, type: JSON_TYPE, body: { error: NOT_UTF8 } });
     const row = await env.DB.prepare("SELECT content FROM notes WHERE id = ?").bind(id).first<{ content: string }>();

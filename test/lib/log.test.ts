@@ -1,6 +1,15 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { describeError, maskEmails } from "../../src/lib/log";
-import { call, callWithEnv, captureLogs, PASSWORD, randomEmail, register, storedCode, verifiedAccount } from "../helpers";
+import {
+  call,
+  callWithEnv,
+  captureLogs,
+  PASSWORD,
+  randomEmail,
+  register,
+  storedCode,
+  verifiedAccount,
+} from "../helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -8,7 +17,9 @@ afterEach(() => {
 
 describe("maskEmails", () => {
   it("masks every address-shaped part of a text, whatever surrounds it", () => {
-    expect(maskEmails("550 <jane.doe@example.com>: Recipient address rejected")).toBe("550 <j***@example.com>: Recipient address rejected");
+    expect(maskEmails("550 <jane.doe@example.com>: Recipient address rejected")).toBe(
+      "550 <j***@example.com>: Recipient address rejected",
+    );
     expect(maskEmails('to "ann@a.example", bob+x@b.example; (carl@c.example) dora@d.example.')).toBe(
       'to "a***@a.example", b***@b.example; (c***@c.example) d***@d.example.',
     );
@@ -42,7 +53,8 @@ describe("log lines", () => {
 
   it("writes a request line (status, duration) for answers of 400 or more, and with LOG_REQUESTS=all for every answer", async () => {
     const logs = captureLogs();
-    const requestLines = (response: Response) => logs.filter((line) => line.event === "request" && line.requestId === response.headers.get("x-request-id"));
+    const requestLines = (response: Response) =>
+      logs.filter((line) => line.event === "request" && line.requestId === response.headers.get("x-request-id"));
 
     const listed = await call("GET", "/notes");
     expect(listed.status).toBe(200);
@@ -51,7 +63,13 @@ describe("log lines", () => {
     const refused = await call("GET", "/notes/abc");
     expect(refused.status).toBe(400);
     expect(requestLines(refused)).toEqual([
-      expect.objectContaining({ level: "info", status: 400, method: "GET", path: "/notes/abc", durationMs: expect.any(Number) as number }),
+      expect.objectContaining({
+        level: "info",
+        status: 400,
+        method: "GET",
+        path: "/notes/abc",
+        durationMs: expect.any(Number) as number,
+      }),
     ]);
 
     const all = await callWithEnv({ LOG_REQUESTS: "all" }, "GET", "/notes");
@@ -66,7 +84,10 @@ describe("log lines", () => {
   it("warns once when JWT_SECRET_KEY is shorter than 32 bytes", async () => {
     const email = await verifiedAccount();
     const logs = captureLogs();
-    const response = await callWithEnv({ JWT_SECRET_KEY: "too-short" }, "POST", "/auth/login", { email, password: PASSWORD });
+    const response = await callWithEnv({ JWT_SECRET_KEY: "too-short" }, "POST", "/auth/login", {
+      email,
+      password: PASSWORD,
+    });
     expect(response.status).toBe(200);
     expect(logs.filter((line) => line.event === "jwt_secret_short")).toHaveLength(1);
     expect(JSON.stringify(logs)).not.toContain("too-short");

@@ -6,7 +6,22 @@ import { createLogger } from "../../src/lib/log";
 import { sendEmail, type Mailer } from "../../src/lib/mail";
 import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
 import { Contract } from "../contract";
-import { call, callWithEnv, captureLogs, mailsTo, PASSWORD, randomEmail, register, smtpCommands, smtpConnections, smtpPort, storedCode, storedUser, TEXT, textOf } from "../helpers";
+import {
+  call,
+  callWithEnv,
+  captureLogs,
+  mailsTo,
+  PASSWORD,
+  randomEmail,
+  register,
+  smtpCommands,
+  smtpConnections,
+  smtpPort,
+  storedCode,
+  storedUser,
+  TEXT,
+  textOf,
+} from "../helpers";
 import type { SmtpPeer } from "../smtp/types";
 
 afterEach(() => {
@@ -89,10 +104,15 @@ describe("credentials and TLS", () => {
   it("sends no AUTH in clear to a host that is not loopback, logs why and still answers 201", async () => {
     const logs = captureLogs();
     const email = randomEmail();
-    const response = await callWithEnv({ SMTP_HOST: "0.0.0.0", SMTP_PORT: smtpPort("plaintext") }, "POST", "/auth/register", {
-      email,
-      password: PASSWORD,
-    });
+    const response = await callWithEnv(
+      { SMTP_HOST: "0.0.0.0", SMTP_PORT: smtpPort("plaintext") },
+      "POST",
+      "/auth/register",
+      {
+        email,
+        password: PASSWORD,
+      },
+    );
 
     expect(await textOf(response)).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
     expect(await smtpCommands("plaintext")).toEqual(["EHLO notes.test"]);
@@ -100,21 +120,34 @@ describe("credentials and TLS", () => {
     expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
       level: "error",
       errorName: "SmtpError",
-      errorMessage: "refusing to send credentials without TLS: the server does not offer STARTTLS and 0.0.0.0 is not a loopback host",
+      errorMessage:
+        "refusing to send credentials without TLS: the server does not offer STARTTLS and 0.0.0.0 is not a loopback host",
     });
   });
 });
 
 describe("SMTP_AUTH: a server that takes mail without AUTH", () => {
   const register = (overrides: Record<string, string | undefined>, email: string) =>
-    callWithEnv({ SMTP_PORT: smtpPort("noAuth"), ...overrides }, "POST", "/auth/register", { email, password: PASSWORD });
+    callWithEnv({ SMTP_PORT: smtpPort("noAuth"), ...overrides }, "POST", "/auth/register", {
+      email,
+      password: PASSWORD,
+    });
 
   it("with SMTP_AUTH=none, mails without AUTH and without MAIL_APP_PASSWORD, from MAIL_EMAIL", async () => {
     const logs = captureLogs();
     const email = randomEmail("noauth");
-    expect(await textOf(await register({ SMTP_AUTH: "none", MAIL_APP_PASSWORD: "" }, email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
+    expect(await textOf(await register({ SMTP_AUTH: "none", MAIL_APP_PASSWORD: "" }, email))).toEqual({
+      status: 201,
+      type: TEXT,
+      body: Contract.userCreated,
+    });
     const [received] = await mailsTo(email);
-    expect(received).toMatchObject({ server: "noAuth", username: null, mailFrom: "sender@notes.test", rcptTo: [email] });
+    expect(received).toMatchObject({
+      server: "noAuth",
+      username: null,
+      mailFrom: "sender@notes.test",
+      rcptTo: [email],
+    });
     expect(received!.commands.some((line) => line.toUpperCase().startsWith("AUTH"))).toBe(false);
     expect((await PostalMime.parse(received!.raw)).text).toContain((await storedCode(email))!.code);
     expect(logs.map((line) => line.event)).toContain("verification_mail_sent");
@@ -127,7 +160,8 @@ describe("SMTP_AUTH: a server that takes mail without AUTH", () => {
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
       errorName: "SmtpError",
-      errorMessage: "the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)",
+      errorMessage:
+        "the server offers neither AUTH PLAIN nor AUTH LOGIN (SMTP_AUTH=none sends to a server that takes mail without AUTH)",
     });
   });
 
@@ -177,7 +211,9 @@ describe("internationalized addresses", () => {
       `RCPT TO:<ünïcode-${id}@xn--bcher-kva.example>`,
     ]);
     expect(mail!.raw).toContain(`\r\nTo: ünïcode-${id}@xn--bcher-kva.example\r\n`);
-    expect((await PostalMime.parse(mail!.raw)).to).toEqual([{ name: "", address: `ünïcode-${id}@xn--bcher-kva.example` }]);
+    expect((await PostalMime.parse(mail!.raw)).to).toEqual([
+      { name: "", address: `ünïcode-${id}@xn--bcher-kva.example` },
+    ]);
   });
 
   it("sends to an ASCII local part at an internationalized domain without SMTPUTF8, all in ASCII", async () => {
@@ -197,7 +233,11 @@ describe("internationalized addresses", () => {
   it("sends nothing to a non-ASCII local part when the server lacks SMTPUTF8, and logs why", async () => {
     const logs = captureLogs();
     const email = `ünïcode-${unique()}@bücher.example`;
-    expect(await textOf(await registerThrough("asciiOnly", email))).toEqual({ status: 201, type: TEXT, body: Contract.userCreated });
+    expect(await textOf(await registerThrough("asciiOnly", email))).toEqual({
+      status: 201,
+      type: TEXT,
+      body: Contract.userCreated,
+    });
     expect(await mailsTo(email)).toEqual([]);
     expect(logs.find((line) => line.event === "verification_mail_failed")).toMatchObject({
       errorName: "SmtpError",
@@ -222,7 +262,11 @@ describe("sendEmail, the one sender of every kind of mail", () => {
   const smtp = readConfig(env).smtp!;
   const mail = (to: string) => ({ to, subject: "Reset your password", text: "Your reset code is: 654321" });
   /** A mailer of `account` whose budget always has room. */
-  const mailer = (account: SmtpConfig = smtp): Mailer => ({ smtp: account, log: createLogger(), claim: () => Promise.resolve(true) });
+  const mailer = (account: SmtpConfig = smtp): Mailer => ({
+    smtp: account,
+    log: createLogger(),
+    claim: () => Promise.resolve(true),
+  });
 
   it("delivers a mail of any kind and logs <kind>_mail_sent", async () => {
     const logs = captureLogs();
@@ -264,7 +308,10 @@ describe("sendEmail, the one sender of every kind of mail", () => {
   it("sends nothing, and opens no connection, when the mailer's budget refuses the mail", async () => {
     const before = (await smtpConnections()).tripwire ?? 0;
     const kinds: string[] = [];
-    const refusing: Mailer = { ...mailer({ ...smtp, port: Number(smtpPort("tripwire")) }), claim: (kind) => (kinds.push(kind), Promise.resolve(false)) };
+    const refusing: Mailer = {
+      ...mailer({ ...smtp, port: Number(smtpPort("tripwire")) }),
+      claim: (kind) => (kinds.push(kind), Promise.resolve(false)),
+    };
     await sendEmail(refusing, mail(randomEmail()), "verification");
     expect(kinds).toEqual(["verification"]);
     expect((await smtpConnections()).tripwire ?? 0).toBe(before);
@@ -288,12 +335,19 @@ describe("isLoopbackHost, the hosts that may receive SMTP credentials without TL
     expect(isLoopbackHost(host)).toBe(true);
   });
 
-  it.each(["0.0.0.0", "127.0.0.256", "127.1", "128.0.0.1", "10.0.0.1", "::ffff:127.0.0.1", "localhost.example.com", "smtp.gmail.com", ""])(
-    "refuses %s",
-    (host) => {
-      expect(isLoopbackHost(host)).toBe(false);
-    },
-  );
+  it.each([
+    "0.0.0.0",
+    "127.0.0.256",
+    "127.1",
+    "128.0.0.1",
+    "10.0.0.1",
+    "::ffff:127.0.0.1",
+    "localhost.example.com",
+    "smtp.gmail.com",
+    "",
+  ])("refuses %s", (host) => {
+    expect(isLoopbackHost(host)).toBe(false);
+  });
 });
 
 describe("withAsciiDomain", () => {
@@ -306,7 +360,10 @@ describe("withAsciiDomain", () => {
     expect(withAsciiDomain(address)).toBe(expected);
   });
 
-  it.each(["user@bü/cher.example", "user@bü:25", "user@１２７.０.０.１", "user@bü%41.example"])("refuses %s", (address) => {
-    expect(() => withAsciiDomain(address)).toThrow(/is not a valid internationalized domain name$/);
-  });
+  it.each(["user@bü/cher.example", "user@bü:25", "user@１２７.０.０.１", "user@bü%41.example"])(
+    "refuses %s",
+    (address) => {
+      expect(() => withAsciiDomain(address)).toThrow(/is not a valid internationalized domain name$/);
+    },
+  );
 });

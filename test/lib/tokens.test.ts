@@ -28,12 +28,19 @@ describe("access tokens", () => {
 
   it("accepts an HS256 token made from the raw secret by any JWT library", async () => {
     const now = Math.floor(Date.now() / 1000);
-    const token = await new SignJWT({ id: "9", sid: SID }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(now).setExpirationTime(now + 60).sign(key);
+    const token = await new SignJWT({ id: "9", sid: SID })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt(now)
+      .setExpirationTime(now + 60)
+      .sign(key);
     expect(await verifyAccessToken(token, secret)).toEqual({ userId: 9, sessionId: SID });
   });
 
   it("refuses a token signed with another algorithm, even with the same secret", async () => {
-    const hs512 = await new SignJWT({ id: "1", sid: SID }).setProtectedHeader({ alg: "HS512" }).setExpirationTime("1h").sign(key);
+    const hs512 = await new SignJWT({ id: "1", sid: SID })
+      .setProtectedHeader({ alg: "HS512" })
+      .setExpirationTime("1h")
+      .sign(key);
     await expect(verifyAccessToken(hs512, secret)).rejects.toThrow();
   });
 
@@ -55,7 +62,8 @@ describe("access tokens", () => {
   it("refuses a correctly signed token whose claims are not what we issue", async () => {
     const now = Math.floor(Date.now() / 1000);
     /** Signed with the real secret: only the claims can make these fail. */
-    const signed = (payload: unknown) => new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: "HS256" }).sign(key);
+    const signed = (payload: unknown) =>
+      new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: "HS256" }).sign(key);
     const valid = { id: "3", sid: SID, iat: now, exp: now + 60 };
     expect(await verifyAccessToken(await signed(valid), secret)).toEqual({ userId: 3, sessionId: SID });
 
@@ -74,8 +82,12 @@ describe("access tokens", () => {
       [{ ...valid, id: "03" }, /bad id/],
       [{ ...valid, sid: "short" }, /bad sid/],
     ];
-    for (const [payload, reason] of refused) await expect(verifyAccessToken(await signed(payload), secret), JSON.stringify(payload)).rejects.toThrow(reason);
-    expect(await verifyAccessToken(await signed({ ...valid, nbf: now }), secret)).toEqual({ userId: 3, sessionId: SID });
+    for (const [payload, reason] of refused)
+      await expect(verifyAccessToken(await signed(payload), secret), JSON.stringify(payload)).rejects.toThrow(reason);
+    expect(await verifyAccessToken(await signed({ ...valid, nbf: now }), secret)).toEqual({
+      userId: 3,
+      sessionId: SID,
+    });
   });
 });
 

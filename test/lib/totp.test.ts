@@ -24,8 +24,10 @@ describe("TOTP", () => {
   it("accepts the step before and after the current one, and no other", async () => {
     const now = 1_700_000_000_000;
     const step = stepAt(now);
-    for (const offset of [-1, 0, 1]) expect(await matchingStep(SEED, await totpAt(SEED, step + offset), now)).toBe(step + offset);
-    for (const offset of [-2, 2]) expect(await matchingStep(SEED, await totpAt(SEED, step + offset), now)).toBeUndefined();
+    for (const offset of [-1, 0, 1])
+      expect(await matchingStep(SEED, await totpAt(SEED, step + offset), now)).toBe(step + offset);
+    for (const offset of [-2, 2])
+      expect(await matchingStep(SEED, await totpAt(SEED, step + offset), now)).toBeUndefined();
     expect(await matchingStep(SEED, "12345", now)).toBeUndefined();
   });
 

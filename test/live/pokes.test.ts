@@ -1,6 +1,16 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { account, bearer, callLeavingWork, callWithEnv, logIn, Note, openLive, PRIVATE_NOTES, type LiveSocket } from "../helpers";
+import {
+  account,
+  bearer,
+  callLeavingWork,
+  callWithEnv,
+  logIn,
+  Note,
+  openLive,
+  PRIVATE_NOTES,
+  type LiveSocket,
+} from "../helpers";
 
 /**
  * "Pull now" after every write to an account's notes (src/live/notify.ts, called by src/notes/routes.ts): every
@@ -52,7 +62,8 @@ describe("live updates after a write", () => {
     expect(deleted.response.status).toBe(204);
     await told(3, deleted);
     // Nothing but the type and the bookmark: no title, content or id.
-    for (const frame of sockets[0]!.frames.slice(1)) expect(Object.keys(JSON.parse(frame) as object)).toEqual(["type", "bookmark"]);
+    for (const frame of sockets[0]!.frames.slice(1))
+      expect(Object.keys(JSON.parse(frame) as object)).toEqual(["type", "bookmark"]);
     for (const live of sockets) live.socket.close(1000);
   });
 
@@ -62,7 +73,10 @@ describe("live updates after a write", () => {
     const live = await openLive(laptop.token);
     const created = await phone.send("POST", "/notes", { title: "Seen", content: "c" });
     const { bookmark } = JSON.parse((await live.frame(1))!) as { bookmark: string };
-    const pulled = await callWithEnv(PRIVATE_NOTES, "GET", "/changes", undefined, { ...bearer(laptop.token), "X-D1-Bookmark": bookmark });
+    const pulled = await callWithEnv(PRIVATE_NOTES, "GET", "/changes", undefined, {
+      ...bearer(laptop.token),
+      "X-D1-Bookmark": bookmark,
+    });
     const page = (await pulled.json()) as { changes: Array<{ note: unknown }> };
     expect(page.changes.map((change) => change.note)).toEqual([await created.response.json()]);
     live.socket.close(1000);
@@ -73,7 +87,10 @@ describe("live updates after a write", () => {
     const theirs = await device(await account());
     const live = await openLive(mine.token);
     // Their write's poke is delivered (waited for) before mine is made: had it come here, it would come first.
-    expect((await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "Theirs", content: "c" }, bearer(theirs.token))).status).toBe(201);
+    expect(
+      (await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "Theirs", content: "c" }, bearer(theirs.token)))
+        .status,
+    ).toBe(201);
     const own = await mine.send("POST", "/notes", { title: "Mine", content: "c" });
     expect(await live.frame(1)).toBe(changed(own.bookmark));
     expect(await live.frame(2, 300)).toBeUndefined();
@@ -104,7 +121,9 @@ describe("live updates after a write", () => {
     const live = await openLive(laptop.token);
     expect((await phone.send("PATCH", "/notes/999999999", { content: "x" })).response.status).toBe(404);
     expect((await phone.send("DELETE", "/notes/999999999")).response.status).toBe(404);
-    expect((await phone.send("PATCH", `/notes/${id}`, { content: "x" }, { "If-Match": '"999"' })).response.status).toBe(412);
+    expect((await phone.send("PATCH", `/notes/${id}`, { content: "x" }, { "If-Match": '"999"' })).response.status).toBe(
+      412,
+    );
     expect((await phone.send("DELETE", `/notes/${id}`, undefined, { "If-Match": '"999"' })).response.status).toBe(412);
     expect((await phone.send("PATCH", `/notes/${id}`, {})).response.status).toBe(200);
     const last = await phone.send("DELETE", `/notes/${id}`);

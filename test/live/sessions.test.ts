@@ -42,7 +42,9 @@ async function expectEnded(live: LiveSocket, since: number) {
 /** Expects `live` still open: it hears of a write made with `token` (of its account). */
 async function expectOpen(live: LiveSocket, token: string) {
   const index = live.frames.length;
-  expect((await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "Still here?", content: "c" }, bearer(token))).status).toBe(201);
+  expect(
+    (await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "Still here?", content: "c" }, bearer(token))).status,
+  ).toBe(201);
   expect(JSON.parse((await live.frame(index)) ?? "{}")).toMatchObject({ type: "changed" });
   expect(await within(live.closed, 0)).toBe("timeout");
 }
@@ -63,9 +65,16 @@ async function sent(status: number, method: string, path: string, body: unknown,
 
 /** TOTP on for the session of `tokens` (other sessions end): the secret and the recovery codes. */
 async function turnTotpOn(tokens: Tokens) {
-  const { secret } = (await (await call("POST", "/auth/mfa/totp", { password: PASSWORD }, bearer(tokens.token))).json()) as { secret: string };
+  const { secret } = (await (
+    await call("POST", "/auth/mfa/totp", { password: PASSWORD }, bearer(tokens.token))
+  ).json()) as { secret: string };
   const key = base32Decode(secret);
-  const confirmed = await call("POST", "/auth/mfa/totp/confirm", { code: await totpAt(key, stepAt(Date.now())) }, bearer(tokens.token));
+  const confirmed = await call(
+    "POST",
+    "/auth/mfa/totp/confirm",
+    { code: await totpAt(key, stepAt(Date.now())) },
+    bearer(tokens.token),
+  );
   expect(confirmed.status).toBe(200);
   const { recovery_codes: codes } = (await confirmed.json()) as { recovery_codes: string[] };
   return { key, codes, at: Date.now() };
@@ -80,7 +89,10 @@ describe("a live socket when its session ends", () => {
 
   it("closes with 4001 when another session ends it (DELETE /auth/sessions/{id})", async () => {
     const { mine, other, myLive, otherLive } = await twoDevices();
-    await expectEnded(otherLive, await sent(204, "DELETE", `/auth/sessions/${sessionIdOf(other.token)}`, undefined, mine.token));
+    await expectEnded(
+      otherLive,
+      await sent(204, "DELETE", `/auth/sessions/${sessionIdOf(other.token)}`, undefined, mine.token),
+    );
     await expectOpen(myLive, mine.token);
   });
 
@@ -92,7 +104,13 @@ describe("a live socket when its session ends", () => {
 
   it("closes with 4001 when the password is changed elsewhere", async () => {
     const { mine, myLive, otherLive } = await twoDevices();
-    const changed = await sent(200, "POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, mine.token);
+    const changed = await sent(
+      200,
+      "POST",
+      "/auth/change-password",
+      { current_password: PASSWORD, new_password: NEW_PASSWORD },
+      mine.token,
+    );
     await expectEnded(otherLive, changed);
     await expectOpen(myLive, mine.token);
   });
@@ -114,7 +132,10 @@ describe("a live socket when its session ends", () => {
     await expectEnded(otherLive, switched);
     await expectOpen(myLive, mine.token);
 
-    await expectEnded(myLive, await sent(200, "POST", "/auth/revert-email-change", { token: await revertTokenMailed(email) }));
+    await expectEnded(
+      myLive,
+      await sent(200, "POST", "/auth/revert-email-change", { token: await revertTokenMailed(email) }),
+    );
   });
 
   it("closes with 4001 when two-factor authentication is turned on elsewhere (other sessions end)", async () => {
@@ -129,12 +150,20 @@ describe("a live socket when its session ends", () => {
     const mine = await logIn(email);
     const { key, codes } = await turnTotpOn(mine);
     // A second device signs in with the next step's code, then the first removes the factor with a recovery code.
-    const { mfa_token: mfaToken } = (await (await call("POST", "/auth/login", { email, password: PASSWORD })).json()) as { mfa_token: string };
-    const verified = await call("POST", "/auth/mfa/verify", { mfa_token: mfaToken, code: await totpAt(key, stepAt(Date.now()) + 1) });
+    const { mfa_token: mfaToken } = (await (
+      await call("POST", "/auth/login", { email, password: PASSWORD })
+    ).json()) as { mfa_token: string };
+    const verified = await call("POST", "/auth/mfa/verify", {
+      mfa_token: mfaToken,
+      code: await totpAt(key, stepAt(Date.now()) + 1),
+    });
     expect(verified.status).toBe(200);
     const other = (await verified.json()) as Tokens;
     const [myLive, otherLive] = [await openLive(mine.token), await openLive(other.token)];
-    await expectEnded(otherLive, await sent(204, "DELETE", "/auth/mfa/totp", { password: PASSWORD, code: codes[0] }, mine.token));
+    await expectEnded(
+      otherLive,
+      await sent(204, "DELETE", "/auth/mfa/totp", { password: PASSWORD, code: codes[0] }, mine.token),
+    );
     await expectOpen(myLive, mine.token);
   });
 
@@ -160,7 +189,13 @@ describe("a live socket when its session ends", () => {
     const { mine, other, myLive, otherLive } = await twoDevices();
     let last = 0;
     for (let i = 0; i < PASSWORD_CHECKS_PER_SESSION; i++) {
-      last = await sent(401, "POST", "/auth/change-password", { current_password: "wrong password", new_password: NEW_PASSWORD }, mine.token);
+      last = await sent(
+        401,
+        "POST",
+        "/auth/change-password",
+        { current_password: "wrong password", new_password: NEW_PASSWORD },
+        mine.token,
+      );
     }
     await expectEnded(myLive, last);
     await expectOpen(otherLive, other.token);
@@ -171,7 +206,9 @@ describe("a live socket when its session ends", () => {
     const [short, extended] = [await logIn(email), await logIn(email)];
     const endsAt = Date.now() + 1_500;
     for (const tokens of [short, extended]) {
-      await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?").bind(endsAt, sessionIdOf(tokens.token)).run();
+      await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?")
+        .bind(endsAt, sessionIdOf(tokens.token))
+        .run();
     }
     const [shortLive, extendedLive] = [await openLive(short.token), await openLive(extended.token)];
     const renewed = (await (await refresh(extended.refresh_token)).json()) as Tokens;

@@ -67,7 +67,9 @@ describe("GET /changes/live", () => {
     await expectRefused(await upgrade(ticket));
 
     const expired = await liveTicket(token);
-    await env.DB.prepare("UPDATE live_tickets SET expires_at = ? WHERE token_hash = ?").bind(Date.now() - 1, await sha256Hex(expired)).run();
+    await env.DB.prepare("UPDATE live_tickets SET expires_at = ? WHERE token_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(expired))
+      .run();
     await expectRefused(await upgrade(expired));
   });
 
@@ -77,7 +79,9 @@ describe("GET /changes/live", () => {
     await expectRefused(await upgrade(ticket));
 
     const other = await ticketed();
-    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, sessionIdOf(other.token)).run();
+    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, sessionIdOf(other.token))
+      .run();
     await expectRefused(await upgrade(other.ticket));
   });
 
@@ -94,7 +98,9 @@ describe("GET /changes/live", () => {
     const origins = { CORS_ORIGINS: "https://app.example.com" };
     const { ticket } = await ticketed();
     for (const origin of ["https://evil.example.com", "null", "https://app.example.com.evil.example"]) {
-      expect(await jsonOf(await upgrade(ticket, { Origin: origin }, origins))).toEqual(error(403, LiveMessage.originRefused));
+      expect(await jsonOf(await upgrade(ticket, { Origin: origin }, origins))).toEqual(
+        error(403, LiveMessage.originRefused),
+      );
     }
     // No CORS_ORIGINS at all: no browser page may open one.
     expect((await upgrade(ticket, { Origin: "https://app.example.com" })).status).toBe(403);
@@ -103,7 +109,9 @@ describe("GET /changes/live", () => {
   });
 
   it("answers 400 without a ticket, and 405 to other methods", async () => {
-    expect(await jsonOf(await callWithEnv(PRIVATE_NOTES, "GET", "/changes/live", undefined, { Upgrade: "websocket" }))).toEqual(error(400, LiveMessage.ticketRequired));
+    expect(
+      await jsonOf(await callWithEnv(PRIVATE_NOTES, "GET", "/changes/live", undefined, { Upgrade: "websocket" })),
+    ).toEqual(error(400, LiveMessage.ticketRequired));
     const post = await callWithEnv(PRIVATE_NOTES, "POST", "/changes/live", undefined, { Upgrade: "websocket" });
     expect(post.status).toBe(405);
     expect(post.headers.get("allow")).toBe("GET");
@@ -111,7 +119,9 @@ describe("GET /changes/live", () => {
   });
 
   it("answers 404 with public notes (NOTES_AUTH=off), before anything else", async () => {
-    const response = await exports.default.fetch(new Request(`${BASE}/changes/live?ticket=${"A".repeat(22)}`, { headers: { Upgrade: "websocket" } }));
+    const response = await exports.default.fetch(
+      new Request(`${BASE}/changes/live?ticket=${"A".repeat(22)}`, { headers: { Upgrade: "websocket" } }),
+    );
     expect(response.webSocket).toBeNull();
     expect(await jsonOf(response)).toEqual(error(404, LiveMessage.notAvailable));
     expect(await jsonOf(await call("GET", "/changes/live"))).toEqual(error(404, LiveMessage.notAvailable));
@@ -141,5 +151,7 @@ describe("GET /changes", () => {
 
 /** How many stored tickets have this ticket's hash. */
 async function count(ticket: string): Promise<number> {
-  return (await env.DB.prepare("SELECT count(*) AS n FROM live_tickets WHERE token_hash = ?").bind(await sha256Hex(ticket)).first<number>("n"))!;
+  return (await env.DB.prepare("SELECT count(*) AS n FROM live_tickets WHERE token_hash = ?")
+    .bind(await sha256Hex(ticket))
+    .first<number>("n"))!;
 }

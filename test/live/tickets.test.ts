@@ -26,12 +26,16 @@ import {
   within,
 } from "../helpers";
 
-/** POST /changes/live-ticket (src/live/routes.ts, src/live/tickets.ts) and the socket cap held by the hub (src/live/hub.ts). */
+/**
+ * POST /changes/live-ticket (src/live/routes.ts, src/live/tickets.ts) and the socket cap held by the hub
+ * (src/live/hub.ts).
+ */
 
 /** LIVE_SOCKETS_PER_ACCOUNT as wrangler.toml sets it. */
 const CAP = 20;
 
-const askTicket = (token: string) => callWithEnv(PRIVATE_NOTES, "POST", "/changes/live-ticket", undefined, bearer(token));
+const askTicket = (token: string) =>
+  callWithEnv(PRIVATE_NOTES, "POST", "/changes/live-ticket", undefined, bearer(token));
 
 interface TicketRow {
   token_hash: string;
@@ -39,7 +43,8 @@ interface TicketRow {
   user_id: number;
   expires_at: number;
 }
-const ticketRows = (userId: number) => env.DB.prepare("SELECT * FROM live_tickets WHERE user_id = ?").bind(userId).all<TicketRow>();
+const ticketRows = (userId: number) =>
+  env.DB.prepare("SELECT * FROM live_tickets WHERE user_id = ?").bind(userId).all<TicketRow>();
 
 describe("POST /changes/live-ticket", () => {
   it("answers 201 with a ticket good for 30 seconds, not to be cached, stored only as its SHA-256 and bound to the session", async () => {
@@ -56,7 +61,14 @@ describe("POST /changes/live-ticket", () => {
 
     const userId = (await storedUser(email))!.id;
     const { results } = await ticketRows(userId);
-    expect(results).toEqual([{ token_hash: await sha256Hex(body.ticket), session_id: sessionIdOf(token), user_id: userId, expires_at: expect.any(Number) }]);
+    expect(results).toEqual([
+      {
+        token_hash: await sha256Hex(body.ticket),
+        session_id: sessionIdOf(token),
+        user_id: userId,
+        expires_at: expect.any(Number),
+      },
+    ]);
     expect(results[0]!.expires_at).toBeGreaterThanOrEqual(before + 30_000);
     expect(results[0]!.expires_at).toBeLessThanOrEqual(Date.now() + 30_000);
   });
@@ -76,7 +88,9 @@ describe("POST /changes/live-ticket", () => {
   it("answers 404 with public notes (NOTES_AUTH=off), whoever asks", async () => {
     const { token } = await logIn(await account());
     for (const headers of [{}, bearer(token)]) {
-      expect(await jsonOf(await call("POST", "/changes/live-ticket", undefined, headers))).toEqual(error(404, LiveMessage.notAvailable));
+      expect(await jsonOf(await call("POST", "/changes/live-ticket", undefined, headers))).toEqual(
+        error(404, LiveMessage.notAvailable),
+      );
     }
   });
 
@@ -103,7 +117,11 @@ describe("POST /changes/live-ticket", () => {
     const { token } = await logIn(await account());
     const answers = await Promise.all(Array.from({ length: 25 }, () => askTicket(token)));
     expect(tally(answers)).toEqual({ 201: CAP, 429: 25 - CAP });
-    const tickets = await Promise.all(answers.filter((answer) => answer.status === 201).map(async (answer) => ((await answer.json()) as { ticket: string }).ticket));
+    const tickets = await Promise.all(
+      answers
+        .filter((answer) => answer.status === 201)
+        .map(async (answer) => ((await answer.json()) as { ticket: string }).ticket),
+    );
     const sockets = (await Promise.all(tickets.map((ticket) => upgrade(ticket)))).map(acceptLive);
     expect(await Promise.all(sockets.map((live) => live.frame(0)))).toEqual(Array(CAP).fill('{"type":"ready"}'));
     expect((await askTicket(token)).status).toBe(429);
@@ -114,12 +132,20 @@ describe("POST /changes/live-ticket", () => {
     const { token } = await logIn(await account());
     const two = { LIVE_SOCKETS_PER_ACCOUNT: "2" };
     const tickets = [await liveTicket(token, two), await liveTicket(token, two)];
-    expect(await jsonOf(await callWithEnv({ ...PRIVATE_NOTES, ...two }, "POST", "/changes/live-ticket", undefined, bearer(token)))).toEqual(
-      error(429, LiveMessage.tooManySockets),
-    );
+    expect(
+      await jsonOf(
+        await callWithEnv({ ...PRIVATE_NOTES, ...two }, "POST", "/changes/live-ticket", undefined, bearer(token)),
+      ),
+    ).toEqual(error(429, LiveMessage.tooManySockets));
     for (const ticket of tickets) expect((await upgrade(ticket, {}, two)).status).toBe(101);
     for (const bad of ["0", "10001", "many"]) {
-      const response = await callWithEnv({ ...PRIVATE_NOTES, LIVE_SOCKETS_PER_ACCOUNT: bad }, "POST", "/changes/live-ticket", undefined, bearer(token));
+      const response = await callWithEnv(
+        { ...PRIVATE_NOTES, LIVE_SOCKETS_PER_ACCOUNT: bad },
+        "POST",
+        "/changes/live-ticket",
+        undefined,
+        bearer(token),
+      );
       expect(await jsonOf(response)).toEqual(error(500, NoteMessage.internalError));
     }
   });
@@ -131,7 +157,10 @@ describe("POST /changes/live-ticket", () => {
     expect((await askTicket(token)).status).toBe(429);
     // The places lapse with their tickets (TICKET_TTL_MS): moved back in the hub's own storage, as time would.
     const userId = (await storedUser(email))!.id;
-    await runInDurableObject(hubOf(env, userId), (_hub, state) => void state.storage.sql.exec("UPDATE places SET until = ?", Date.now() - 1));
+    await runInDurableObject(
+      hubOf(env, userId),
+      (_hub, state) => void state.storage.sql.exec("UPDATE places SET until = ?", Date.now() - 1),
+    );
     expect((await askTicket(token)).status).toBe(201);
   });
 });
@@ -141,7 +170,9 @@ describe("the hourly clean-up", () => {
     const email = await account();
     const { token } = await logIn(email);
     const [expired, live] = [await liveTicket(token), await liveTicket(token)];
-    await env.DB.prepare("UPDATE live_tickets SET expires_at = ? WHERE token_hash = ?").bind(Date.now() - 1, await sha256Hex(expired)).run();
+    await env.DB.prepare("UPDATE live_tickets SET expires_at = ? WHERE token_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(expired))
+      .run();
     await fireCron();
     const { results } = await ticketRows((await storedUser(email))!.id);
     expect(results.map((row) => row.token_hash)).toEqual([await sha256Hex(live)]);

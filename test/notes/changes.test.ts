@@ -4,7 +4,18 @@ import { describe, expect, it } from "vitest";
 import { caughtUp, cursorOf, MAX_CHANGES_PAGE } from "../../src/notes/changes";
 import { NoteMessage } from "../../src/notes/messages";
 import { DAY } from "../../src/lib/units";
-import { call, callWithEnv, error, fireCron, jsonOf, logIn, Note, PASSWORD, storedUser, verifiedAccount } from "../helpers";
+import {
+  call,
+  callWithEnv,
+  error,
+  fireCron,
+  jsonOf,
+  logIn,
+  Note,
+  PASSWORD,
+  storedUser,
+  verifiedAccount,
+} from "../helpers";
 
 /**
  * The changes feed (src/notes/changes.ts), each test with NOTES_AUTH=required and users of its own, so the
@@ -30,15 +41,24 @@ async function device(email?: string) {
     expect(response.status).toBe(200);
     return v.parse(Page, await response.json());
   };
-  const create = async (title: string, content = "c"): Promise<NoteJson> => v.parse(Note, await (await send("POST", "/notes", { title, content })).json());
+  const create = async (title: string, content = "c"): Promise<NoteJson> =>
+    v.parse(Note, await (await send("POST", "/notes", { title, content })).json());
   return { email: address, send, feed, create };
 }
 
 /** What a client does with the feed: apply each change to its copy, page after page, from `cursor`. */
-async function syncFrom(feed: (query: string) => Promise<Page>, copy: Map<number, NoteJson>, cursor: string | undefined, limit?: number) {
+async function syncFrom(
+  feed: (query: string) => Promise<Page>,
+  copy: Map<number, NoteJson>,
+  cursor: string | undefined,
+  limit?: number,
+) {
   let next = cursor;
   for (;;) {
-    const query = new URLSearchParams({ ...(next === undefined ? {} : { cursor: next }), ...(limit ? { limit: String(limit) } : {}) }).toString();
+    const query = new URLSearchParams({
+      ...(next === undefined ? {} : { cursor: next }),
+      ...(limit ? { limit: String(limit) } : {}),
+    }).toString();
     const page = await feed(query ? `?${query}` : "");
     for (const change of page.changes) {
       if (change.type === "upsert") copy.set(change.note.id, change.note);
@@ -88,10 +108,16 @@ describe("GET /changes", () => {
     const notes = [];
     for (let i = 0; i < 5; i++) notes.push(await create(`n${i}`));
     const first = await feed("?limit=2");
-    expect(first.changes.map((change) => change.type === "upsert" && change.note.id)).toEqual([notes[0]!.id, notes[1]!.id]);
+    expect(first.changes.map((change) => change.type === "upsert" && change.note.id)).toEqual([
+      notes[0]!.id,
+      notes[1]!.id,
+    ]);
     expect(first.has_more).toBe(true);
     const second = await feed(`?limit=2&cursor=${first.cursor}`);
-    expect(second.changes.map((change) => change.type === "upsert" && change.note.id)).toEqual([notes[2]!.id, notes[3]!.id]);
+    expect(second.changes.map((change) => change.type === "upsert" && change.note.id)).toEqual([
+      notes[2]!.id,
+      notes[3]!.id,
+    ]);
     const third = await feed(`?limit=2&cursor=${second.cursor}`);
     expect(third.changes).toHaveLength(1);
     expect(third.has_more).toBe(false);
@@ -117,12 +143,18 @@ describe("GET /changes", () => {
   it("answers 400 for a malformed cursor or limit, and 410 for a cursor ahead of the feed", async () => {
     const { send } = await device();
     for (const cursor of ["nonsense!", "djE6LTE", cursorOf(caughtUp(1)).slice(0, -1), "v1:1:1"]) {
-      expect(await jsonOf(await send("GET", `/changes?cursor=${encodeURIComponent(cursor)}`))).toEqual(error(400, NoteMessage.invalidCursor));
+      expect(await jsonOf(await send("GET", `/changes?cursor=${encodeURIComponent(cursor)}`))).toEqual(
+        error(400, NoteMessage.invalidCursor),
+      );
     }
     for (const limit of ["0", `${MAX_CHANGES_PAGE + 1}`, "x"]) {
-      expect(await jsonOf(await send("GET", `/changes?limit=${limit}`))).toEqual(error(400, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`));
+      expect(await jsonOf(await send("GET", `/changes?limit=${limit}`))).toEqual(
+        error(400, `limit must be an integer from 1 to ${MAX_CHANGES_PAGE}`),
+      );
     }
-    expect(await jsonOf(await send("GET", `/changes?cursor=${cursorOf(caughtUp(1_000_000))}`))).toEqual(error(410, NoteMessage.cursorExpired));
+    expect(await jsonOf(await send("GET", `/changes?cursor=${cursorOf(caughtUp(1_000_000))}`))).toEqual(
+      error(410, NoteMessage.cursorExpired),
+    );
   });
 
   it("keeps deletions 30 days: an older cursor is a 410, and a sync without a cursor starts again", async () => {
@@ -133,7 +165,9 @@ describe("GET /changes", () => {
     const { cursor: old } = await feed("?limit=1");
     await send("DELETE", `/notes/${gone.id}`);
     const owner = (await storedUser(email))!.id;
-    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ?").bind(Date.now() - 31 * DAY, owner).run();
+    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ?")
+      .bind(Date.now() - 31 * DAY, owner)
+      .run();
     await fireCron();
 
     expect(await jsonOf(await send("GET", `/changes?cursor=${old}`))).toEqual(error(410, NoteMessage.cursorExpired));
@@ -144,7 +178,9 @@ describe("GET /changes", () => {
   });
 
   it("answers 401 without a token when notes are private, and shows a user only their own changes", async () => {
-    expect(await jsonOf(await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/changes"))).toEqual(error(401, "Unauthorized"));
+    expect(await jsonOf(await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/changes"))).toEqual(
+      error(401, "Unauthorized"),
+    );
     const mine = await device();
     const theirs = await device();
     await theirs.create("theirs");
@@ -157,8 +193,12 @@ describe("GET /changes", () => {
     await send("DELETE", `/notes/${note.id}`);
     const owner = (await storedUser(email))!.id;
     const { token } = await logIn(email);
-    expect((await call("DELETE", "/auth/account", { password: PASSWORD }, { Authorization: `Bearer ${token}` })).status).toBe(204);
-    const left = await env.DB.prepare("SELECT (SELECT count(*) FROM note_tombstones WHERE owner = ?1) + (SELECT count(*) FROM note_clocks WHERE owner = ?1) AS n")
+    expect(
+      (await call("DELETE", "/auth/account", { password: PASSWORD }, { Authorization: `Bearer ${token}` })).status,
+    ).toBe(204);
+    const left = await env.DB.prepare(
+      "SELECT (SELECT count(*) FROM note_tombstones WHERE owner = ?1) + (SELECT count(*) FROM note_clocks WHERE owner = ?1) AS n",
+    )
       .bind(owner)
       .first("n");
     expect(left).toBe(0);
@@ -170,7 +210,9 @@ describe("GET /changes", () => {
     await create("two");
     const gone = await create("gone");
     await send("DELETE", `/notes/${gone.id}`);
-    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ?").bind(Date.now() - 31 * DAY, (await storedUser(email))!.id).run();
+    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ?")
+      .bind(Date.now() - 31 * DAY, (await storedUser(email))!.id)
+      .run();
     await fireCron();
     const copy = new Map<number, NoteJson>();
     await syncFrom(feed, copy, undefined, 1);
@@ -220,7 +262,14 @@ describe("syncing two devices through the feed", () => {
     };
     const writes = [
       ...Array.from({ length: 10 }, (_, i) => () => writer.create(`new ${i}`)),
-      ...seeds.slice(0, 10).map((note, i) => () => (i % 2 ? writer.send("DELETE", `/notes/${note.id}`) : writer.send("PATCH", `/notes/${note.id}`, { content: `v${i}` }))),
+      ...seeds
+        .slice(0, 10)
+        .map(
+          (note, i) => () =>
+            i % 2
+              ? writer.send("DELETE", `/notes/${note.id}`)
+              : writer.send("PATCH", `/notes/${note.id}`, { content: `v${i}` }),
+        ),
       ...Array.from({ length: 10 }, (_, i) => () => writer.create(`more ${i}`)),
     ];
     // One reader pulling again and again while the writes run, then once more after them.
@@ -244,7 +293,9 @@ describe("GET /changes with public notes (NOTES_AUTH=off)", () => {
       expect(response.status).toBe(200);
       return v.parse(Page, await response.json());
     };
-    const clock = await env.DB.prepare("SELECT coalesce((SELECT seq FROM note_clocks WHERE owner = 0), 0) AS seq").first<number>("seq");
+    const clock = await env.DB.prepare(
+      "SELECT coalesce((SELECT seq FROM note_clocks WHERE owner = 0), 0) AS seq",
+    ).first<number>("seq");
     const copy = new Map<number, NoteJson>();
     const user = await device();
     const users = await user.create("a user's");

@@ -19,7 +19,8 @@ async function created(title = `t-${crypto.randomUUID()}`, content = "c"): Promi
   return { id: v.parse(Note, await response.json()).id, etag };
 }
 
-const patch = (id: number, body: unknown, headers: Record<string, string> = {}) => call("PATCH", `/notes/${id}`, body, headers);
+const patch = (id: number, body: unknown, headers: Record<string, string> = {}) =>
+  call("PATCH", `/notes/${id}`, body, headers);
 
 describe("ETag", () => {
   it("comes with POST, GET and PATCH; a change of title or content gives a new one, the same values keep it", async () => {
@@ -39,7 +40,12 @@ describe("ETag", () => {
 
   it("keeps the note JSON exactly the spec's", async () => {
     const { id } = await created("shape", "c");
-    expect(Object.keys((await jsonOf(await call("GET", `/notes/${id}`))).body as object)).toEqual(["id", "title", "content", "created_at"]);
+    expect(Object.keys((await jsonOf(await call("GET", `/notes/${id}`))).body as object)).toEqual([
+      "id",
+      "title",
+      "content",
+      "created_at",
+    ]);
   });
 
   it("is the same on an idempotent replay as on the create it replays", async () => {
@@ -70,8 +76,12 @@ describe("GET /notes/{id} with If-None-Match", () => {
     const { id, etag } = await created();
     await patch(id, { content: "new" });
     expect((await call("GET", `/notes/${id}`, undefined, { "If-None-Match": etag })).status).toBe(200);
-    expect(await jsonOf(await call("GET", "/notes/999999999", undefined, { "If-None-Match": "*" }))).toEqual(error(404, Contract.noteNotFound));
-    expect(await jsonOf(await call("GET", `/notes/${id}`, undefined, { "If-None-Match": "no quotes" }))).toEqual(error(400, NoteMessage.invalidIfNoneMatch));
+    expect(await jsonOf(await call("GET", "/notes/999999999", undefined, { "If-None-Match": "*" }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
+    expect(await jsonOf(await call("GET", `/notes/${id}`, undefined, { "If-None-Match": "no quotes" }))).toEqual(
+      error(400, NoteMessage.invalidIfNoneMatch),
+    );
   });
 });
 
@@ -100,7 +110,11 @@ describe("PATCH and DELETE with If-Match", () => {
 
   it("writes when any tag of a list is current, and a list of tags we never made matches nothing", async () => {
     const { id, etag } = await created("listed");
-    const listed = await patch(id, { content: "second of three" }, { "If-Match": `"999999", ${etag}, "another-server"` });
+    const listed = await patch(
+      id,
+      { content: "second of three" },
+      { "If-Match": `"999999", ${etag}, "another-server"` },
+    );
     expect(listed.status).toBe(200);
     const current = listed.headers.get("etag")!;
 
@@ -120,18 +134,32 @@ describe("PATCH and DELETE with If-Match", () => {
   });
 
   it("checks the id first (400), then whether the note exists (404), then the ETag", async () => {
-    expect(await jsonOf(await patch(Number.NaN, { title: "x" }, { "If-Match": '"1"' }))).toEqual(error(400, Contract.invalidNoteId));
-    expect(await jsonOf(await call("PATCH", "/notes/abc", { title: 1 }, { "If-Match": "nonsense" }))).toEqual(error(400, Contract.invalidNoteId));
-    expect(await jsonOf(await patch(999999999, { title: "x" }, { "If-Match": '"1"' }))).toEqual(error(404, Contract.noteNotFound));
-    expect(await jsonOf(await call("DELETE", "/notes/999999999", undefined, { "If-Match": "*" }))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await patch(Number.NaN, { title: "x" }, { "If-Match": '"1"' }))).toEqual(
+      error(400, Contract.invalidNoteId),
+    );
+    expect(await jsonOf(await call("PATCH", "/notes/abc", { title: 1 }, { "If-Match": "nonsense" }))).toEqual(
+      error(400, Contract.invalidNoteId),
+    );
+    expect(await jsonOf(await patch(999999999, { title: "x" }, { "If-Match": '"1"' }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
+    expect(await jsonOf(await call("DELETE", "/notes/999999999", undefined, { "If-Match": "*" }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
     const { id } = await created();
-    expect(await jsonOf(await patch(id, { title: "x" }, { "If-Match": "nonsense" }))).toEqual(error(400, NoteMessage.invalidIfMatch));
-    expect(await jsonOf(await patch(id, {}, { "If-Match": '"1"' }))).toEqual(error(412, NoteMessage.preconditionFailed));
+    expect(await jsonOf(await patch(id, { title: "x" }, { "If-Match": "nonsense" }))).toEqual(
+      error(400, NoteMessage.invalidIfMatch),
+    );
+    expect(await jsonOf(await patch(id, {}, { "If-Match": '"1"' }))).toEqual(
+      error(412, NoteMessage.preconditionFailed),
+    );
   });
 
   it("lets exactly one of 20 concurrent PATCHes with one If-Match win, and the note holds the winner's change", async () => {
     const { id, etag } = await created();
-    const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => patch(id, { title: `writer ${i}` }, { "If-Match": etag })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => patch(id, { title: `writer ${i}` }, { "If-Match": etag })),
+    );
     expect(tally(responses)).toEqual({ 200: 1, 412: 19 });
     const winner = responses.find((response) => response.status === 200)!;
     const { title } = v.parse(Note, await winner.json());
@@ -142,7 +170,10 @@ describe("PATCH and DELETE with If-Match", () => {
 
   it("lets one of a PATCH and a DELETE with one If-Match win", async () => {
     const { id, etag } = await created();
-    const [patched, deleted] = await Promise.all([patch(id, { title: "x" }, { "If-Match": etag }), call("DELETE", `/notes/${id}`, undefined, { "If-Match": etag })]);
+    const [patched, deleted] = await Promise.all([
+      patch(id, { title: "x" }, { "If-Match": etag }),
+      call("DELETE", `/notes/${id}`, undefined, { "If-Match": etag }),
+    ]);
     expect([patched.status, deleted.status].sort()).toEqual(patched.status === 200 ? [200, 412] : [204, 404]);
   });
 });
@@ -152,14 +183,22 @@ describe("NOTES_REQUIRE_IF_MATCH=true", () => {
 
   it("answers 428 to a PATCH or DELETE without If-Match, and changes nothing", async () => {
     const { id, etag } = await created("kept");
-    expect(await jsonOf(await callWithEnv(required, "PATCH", `/notes/${id}`, { title: "x" }))).toEqual(error(428, NoteMessage.ifMatchRequired));
-    expect(await jsonOf(await callWithEnv(required, "DELETE", `/notes/${id}`))).toEqual(error(428, NoteMessage.ifMatchRequired));
+    expect(await jsonOf(await callWithEnv(required, "PATCH", `/notes/${id}`, { title: "x" }))).toEqual(
+      error(428, NoteMessage.ifMatchRequired),
+    );
+    expect(await jsonOf(await callWithEnv(required, "DELETE", `/notes/${id}`))).toEqual(
+      error(428, NoteMessage.ifMatchRequired),
+    );
     expect(v.parse(Note, await (await call("GET", `/notes/${id}`)).json()).title).toBe("kept");
-    expect((await callWithEnv(required, "PATCH", `/notes/${id}`, { title: "x" }, { "If-Match": etag })).status).toBe(200);
+    expect((await callWithEnv(required, "PATCH", `/notes/${id}`, { title: "x" }, { "If-Match": etag })).status).toBe(
+      200,
+    );
   });
 
   it("still answers the spec's 400 for a bad id first", async () => {
-    expect(await jsonOf(await callWithEnv(required, "DELETE", "/notes/abc"))).toEqual(error(400, Contract.invalidNoteId));
+    expect(await jsonOf(await callWithEnv(required, "DELETE", "/notes/abc"))).toEqual(
+      error(400, Contract.invalidNoteId),
+    );
   });
 });
 
@@ -207,16 +246,23 @@ describe("GET /notes with If-None-Match", () => {
     const whole = await me.send("GET", "/notes");
     expect(page.headers.get("etag")).not.toBe(whole.headers.get("etag"));
     await other.send("POST", "/notes", { title: "theirs", content: "c" });
-    expect((await me.send("GET", "/notes?limit=2", undefined, { "If-None-Match": page.headers.get("etag")! })).status).toBe(304);
+    expect(
+      (await me.send("GET", "/notes?limit=2", undefined, { "If-None-Match": page.headers.get("etag")! })).status,
+    ).toBe(304);
   });
 
   it("answers 401 for an ended session rather than a 304", async () => {
     const email = await verifiedAccount();
     const { token } = await logIn(email);
     const headers = { Authorization: `Bearer ${token}` };
-    const etag = (await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes", undefined, headers)).headers.get("etag")!;
+    const etag = (await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes", undefined, headers)).headers.get(
+      "etag",
+    )!;
     await call("POST", "/auth/logout", undefined, headers);
-    const response = await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes", undefined, { ...headers, "If-None-Match": etag });
+    const response = await callWithEnv({ NOTES_AUTH: "required" }, "GET", "/notes", undefined, {
+      ...headers,
+      "If-None-Match": etag,
+    });
     expect(response.status).toBe(401);
   });
 });

@@ -31,7 +31,8 @@ function marker(prefix = "note"): string {
 /** Creates a note through the API and returns it as the API rendered it. */
 async function createNote(title = marker("title"), content = marker("content")): Promise<NoteJson> {
   const response = await call("POST", "/notes", { title, content });
-  if (response.status !== 201) throw new Error(`expected 201 creating a note, got ${response.status}: ${await response.text()}`);
+  if (response.status !== 201)
+    throw new Error(`expected 201 creating a note, got ${response.status}: ${await response.text()}`);
   return (await response.json()) as NoteJson;
 }
 
@@ -145,10 +146,20 @@ describe("POST /notes", () => {
     const title = marker("title");
     const existing = await createNote();
     const result = await jsonOf(
-      await call("POST", "/notes", { title, content: "c", id: existing.id, created_at: "2000-01-01T00:00:00.000Z", extra: true }),
+      await call("POST", "/notes", {
+        title,
+        content: "c",
+        id: existing.id,
+        created_at: "2000-01-01T00:00:00.000Z",
+        extra: true,
+      }),
     );
     const note = result.body as NoteJson;
-    expect(result).toEqual({ status: 201, type: JSON_TYPE, body: { id: note.id, title, content: "c", created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 201,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content: "c", created_at: note.created_at },
+    });
     expect(note.id).not.toBe(existing.id);
     expect(note.created_at).not.toBe("2000-01-01T00:00:00.000Z");
     expect(note.created_at).toMatch(ISO);
@@ -160,7 +171,11 @@ describe("POST /notes", () => {
     const title = marker("title");
     const result = await jsonOf(await call("POST", "/notes", { title, content: "" }));
     const note = result.body as NoteJson;
-    expect(result).toEqual({ status: 201, type: JSON_TYPE, body: { id: note.id, title, content: "", created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 201,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content: "", created_at: note.created_at },
+    });
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -169,14 +184,20 @@ describe("POST /notes", () => {
     expect(title).toHaveLength(200);
     const result = await jsonOf(await call("POST", "/notes", { title, content: "c" }));
     const note = result.body as NoteJson;
-    expect(result).toEqual({ status: 201, type: JSON_TYPE, body: { id: note.id, title, content: "c", created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 201,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content: "c", created_at: note.created_at },
+    });
     expect((await storedNote(note.id))?.title).toBe(title);
   });
 
   it("rejects a title of 201 characters with 400 JSON and stores nothing", async () => {
     const content = marker("content");
     const title = "x".repeat(201);
-    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(error(400, "title must be at most 200 characters"));
+    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(
+      error(400, "title must be at most 200 characters"),
+    );
     expect(await notesWith(content)).toBe(0);
   });
 
@@ -185,7 +206,11 @@ describe("POST /notes", () => {
     const content = marker("content");
     const result = await jsonOf(await call("POST", "/notes", { title, content }));
     const note = result.body as NoteJson;
-    expect(result).toEqual({ status: 201, type: JSON_TYPE, body: { id: note.id, title, content, created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 201,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content, created_at: note.created_at },
+    });
     expect((await storedNote(note.id))?.title).toBe(title);
   });
 
@@ -202,7 +227,9 @@ describe("POST /notes", () => {
     ["an empty", ""],
   ])("rejects %s title with 400 JSON and stores nothing", async (_label, title) => {
     const content = marker("content");
-    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(error(400, "title must not be empty"));
+    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(
+      error(400, "title must not be empty"),
+    );
     expect(await notesWith(content)).toBe(0);
   });
 
@@ -215,7 +242,9 @@ describe("POST /notes", () => {
     ["an object", { text: "t" }],
   ])("rejects a title that is %s with 400 JSON and stores nothing", async (_label, title) => {
     const content = marker("content");
-    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(error(400, "title is required and must be a string"));
+    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(
+      error(400, "title is required and must be a string"),
+    );
     expect(await notesWith(content)).toBe(0);
   });
 
@@ -228,12 +257,16 @@ describe("POST /notes", () => {
     ["an object", { text: "c" }],
   ])("rejects content that is %s with 400 JSON and stores nothing", async (_label, content) => {
     const title = marker("title");
-    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(error(400, "content is required and must be a string"));
+    expect(await jsonOf(await call("POST", "/notes", { title, content }))).toEqual(
+      error(400, "content is required and must be a string"),
+    );
     expect(await notesWith(title)).toBe(0);
   });
 
   it("reports the missing title first when both fields are missing", async () => {
-    expect(await jsonOf(await call("POST", "/notes", {}))).toEqual(error(400, "title is required and must be a string"));
+    expect(await jsonOf(await call("POST", "/notes", {}))).toEqual(
+      error(400, "title is required and must be a string"),
+    );
   });
 
   it("rejects malformed JSON with 400 JSON and stores nothing", async () => {
@@ -246,7 +279,9 @@ describe("POST /notes", () => {
 
   it("rejects a JSON array body with 400 JSON and stores nothing", async () => {
     const title = marker("title");
-    expect(await jsonOf(await call("POST", "/notes", [{ title, content: "c" }]))).toEqual(error(400, "Request body must be a JSON object."));
+    expect(await jsonOf(await call("POST", "/notes", [{ title, content: "c" }]))).toEqual(
+      error(400, "Request body must be a JSON object."),
+    );
     expect(await notesWith(title)).toBe(0);
   });
 
@@ -264,12 +299,21 @@ describe("POST /notes", () => {
     const content = "Ünïcödé — 日本語のテキスト\nשלום עולם 🎉👨‍👩‍👧‍👦 e\u0301 \u{1F600}";
     const result = await jsonOf(await call("POST", "/notes", { title, content }));
     const note = result.body as NoteJson;
-    expect(result).toEqual({ status: 201, type: JSON_TYPE, body: { id: note.id, title, content, created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 201,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content, created_at: note.created_at },
+    });
 
     const row = await storedNote(note.id);
     expect(row?.title).toBe(title);
     expect(row?.content).toBe(content);
-    expect((await jsonOf(await call("GET", `/notes/${note.id}`))).body).toEqual({ id: note.id, title, content, created_at: note.created_at });
+    expect((await jsonOf(await call("GET", `/notes/${note.id}`))).body).toEqual({
+      id: note.id,
+      title,
+      content,
+      created_at: note.created_at,
+    });
   });
 
   it.each([
@@ -281,7 +325,9 @@ describe("POST /notes", () => {
     expect(await jsonOf(await call("POST", "/notes", body))).toEqual(
       error(400, "Request body must not contain unpaired UTF-16 surrogates."),
     );
-    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM notes WHERE content LIKE ?").bind(`%${content}`).first<{ n: number }>();
+    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM notes WHERE content LIKE ?")
+      .bind(`%${content}`)
+      .first<{ n: number }>();
     expect(stored!.n).toBe(0);
   });
 });
@@ -292,7 +338,11 @@ describe("GET /notes/{id}", () => {
     const content = marker("content");
     const note = await createNote(title, content);
     const result = await jsonOf(await call("GET", `/notes/${note.id}`));
-    expect(result).toEqual({ status: 200, type: JSON_TYPE, body: { id: note.id, title, content, created_at: note.created_at } });
+    expect(result).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: { id: note.id, title, content, created_at: note.created_at },
+    });
     expect(note.created_at).toMatch(ISO);
   });
 
@@ -357,7 +407,11 @@ describe("PATCH /notes/{id}", () => {
     const note = await createNote();
     const title = marker("new-title");
     await call("PATCH", `/notes/${note.id}`, { title });
-    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual({ status: 200, type: JSON_TYPE, body: { ...note, title } });
+    expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: { ...note, title },
+    });
   });
 
   it("leaves other notes untouched", async () => {
@@ -369,13 +423,19 @@ describe("PATCH /notes/{id}", () => {
 
   it("returns the note unchanged with 200 for an empty object", async () => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, {}))).toEqual({ status: 200, type: JSON_TYPE, body: note });
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, {}))).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: note,
+    });
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
   it("ignores id and created_at in the body and returns the note unchanged", async () => {
     const note = await createNote();
-    const result = await jsonOf(await call("PATCH", `/notes/${note.id}`, { id: 999, created_at: "2000-01-01T00:00:00.000Z" }));
+    const result = await jsonOf(
+      await call("PATCH", `/notes/${note.id}`, { id: 999, created_at: "2000-01-01T00:00:00.000Z" }),
+    );
     expect(result).toEqual({ status: 200, type: JSON_TYPE, body: note });
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
@@ -431,7 +491,9 @@ describe("PATCH /notes/{id}", () => {
     ["201 emoji", "😀".repeat(201)],
   ])("rejects a title of %s with 400 JSON and leaves the row unchanged", async (_label, title) => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(error(400, "title must be at most 200 characters"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(
+      error(400, "title must be at most 200 characters"),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -440,7 +502,9 @@ describe("PATCH /notes/{id}", () => {
     ["an empty", ""],
   ])("rejects %s title with 400 JSON and leaves the row unchanged", async (_label, title) => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(error(400, "title must not be empty"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(
+      error(400, "title must not be empty"),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -452,7 +516,9 @@ describe("PATCH /notes/{id}", () => {
     ["an object", { text: "t" }],
   ])("rejects a title that is %s with 400 JSON and leaves the row unchanged", async (_label, title) => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(error(400, "title must be a string"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title }))).toEqual(
+      error(400, "title must be a string"),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -464,7 +530,9 @@ describe("PATCH /notes/{id}", () => {
     ["an object", { text: "c" }],
   ])("rejects content that is %s with 400 JSON and leaves the row unchanged", async (_label, content) => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { content }))).toEqual(error(400, "content must be a string"));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { content }))).toEqual(
+      error(400, "content must be a string"),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -478,7 +546,9 @@ describe("PATCH /notes/{id}", () => {
 
   it("rejects malformed JSON with 400 JSON and leaves the row unchanged", async () => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, '{"title": "x"'))).toEqual(error(400, "Request body must be valid JSON."));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, '{"title": "x"'))).toEqual(
+      error(400, "Request body must be valid JSON."),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -487,7 +557,9 @@ describe("PATCH /notes/{id}", () => {
     ["a JSON string", JSON.stringify("x")],
   ])("rejects %s body with 400 JSON and leaves the row unchanged", async (_label, raw) => {
     const note = await createNote();
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, raw))).toEqual(error(400, "Request body must be a JSON object."));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, raw))).toEqual(
+      error(400, "Request body must be a JSON object."),
+    );
     expect(await storedNote(note.id)).toEqual(asStored(note));
   });
 
@@ -510,14 +582,20 @@ describe("PATCH /notes/{id}", () => {
     const note = await createNote();
     await call("DELETE", `/notes/${note.id}`);
     const title = marker("title");
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title, content: "c" }))).toEqual(error(404, Contract.noteNotFound));
-    expect(await jsonOf(await call("PATCH", `/notes/${MAX_SAFE}`, { title }))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title, content: "c" }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
+    expect(await jsonOf(await call("PATCH", `/notes/${MAX_SAFE}`, { title }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
     expect(await storedNote(note.id)).toBeNull();
     expect(await notesWith(title)).toBe(0);
   });
 
   it.each(["abc", "1.5", "1e3", "9007199254740993"])("returns 400 JSON when the id is %s", async (id) => {
-    expect(await jsonOf(await call("PATCH", `/notes/${id}`, { title: "x" }))).toEqual(error(400, Contract.invalidNoteId));
+    expect(await jsonOf(await call("PATCH", `/notes/${id}`, { title: "x" }))).toEqual(
+      error(400, Contract.invalidNoteId),
+    );
   });
 });
 
@@ -540,7 +618,9 @@ describe("DELETE /notes/{id}", () => {
     const note = await createNote();
     expect((await call("DELETE", `/notes/${note.id}`)).status).toBe(204);
     expect(await jsonOf(await call("GET", `/notes/${note.id}`))).toEqual(error(404, Contract.noteNotFound));
-    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title: "back" }))).toEqual(error(404, Contract.noteNotFound));
+    expect(await jsonOf(await call("PATCH", `/notes/${note.id}`, { title: "back" }))).toEqual(
+      error(404, Contract.noteNotFound),
+    );
   });
 
   it("removes only the given note", async () => {
@@ -570,11 +650,14 @@ describe("DELETE /notes/{id}", () => {
 describe("unsupported methods on /notes and /notes/{id}", () => {
   const notAllowed = { status: 405, type: TEXT, body: Contract.methodNotAllowed };
 
-  it.each(["PUT", "PATCH", "DELETE", "OPTIONS"])("answers %s /notes with 405 plain text and Allow: GET, POST", async (method) => {
-    const response = await call(method, "/notes");
-    expect(response.headers.get("allow")).toBe("GET, POST");
-    expect(await textOf(response)).toEqual(notAllowed);
-  });
+  it.each(["PUT", "PATCH", "DELETE", "OPTIONS"])(
+    "answers %s /notes with 405 plain text and Allow: GET, POST",
+    async (method) => {
+      const response = await call(method, "/notes");
+      expect(response.headers.get("allow")).toBe("GET, POST");
+      expect(await textOf(response)).toEqual(notAllowed);
+    },
+  );
 
   it("does not create a note on PUT /notes", async () => {
     const title = marker("title");

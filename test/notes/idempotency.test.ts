@@ -3,7 +3,20 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { DAY } from "../../src/lib/units";
 import { requestHash } from "../../src/notes/idempotency";
-import { bearer, call, callWithEnv, error, fireCron, JSON_TYPE, jsonOf, logIn, Note, storedUser, tally, verifiedAccount } from "../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  error,
+  fireCron,
+  JSON_TYPE,
+  jsonOf,
+  logIn,
+  Note,
+  storedUser,
+  tally,
+  verifiedAccount,
+} from "../helpers";
 
 /** POST /notes with an Idempotency-Key: each request created once, repeats answered from what was stored. */
 
@@ -27,7 +40,9 @@ async function answer(response: Response) {
 }
 
 async function notesTitled(title: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM notes WHERE title = ?").bind(title).first<{ n: number }>();
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM notes WHERE title = ?")
+    .bind(title)
+    .first<{ n: number }>();
   return row!.n;
 }
 
@@ -39,7 +54,9 @@ interface KeyRow {
 }
 
 async function keyRows(key: string): Promise<KeyRow[]> {
-  const { results } = await env.DB.prepare("SELECT user_id, request_hash, response, created_at FROM idempotency_keys WHERE key = ? ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT user_id, request_hash, response, created_at FROM idempotency_keys WHERE key = ? ORDER BY id",
+  )
     .bind(key)
     .all<KeyRow>();
   return results;
@@ -55,15 +72,27 @@ describe("POST /notes with Idempotency-Key", () => {
     const first = await answer(await post(key, { title, content: "body" }));
     expect(first).toMatchObject({ status: 201, type: JSON_TYPE, replayed: null });
     const note = v.parse(Note, JSON.parse(first.text));
-    expect(note).toEqual({ id: note.id, title, content: "body", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(note).toEqual({
+      id: note.id,
+      title,
+      content: "body",
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
     expect(await notesTitled(title)).toBe(1);
-    expect(await keyRows(key)).toEqual([{ user_id: null, request_hash: expect.stringMatching(/^[0-9a-f]{64}$/), response: first.text, created_at: expect.any(Number) }]);
+    expect(await keyRows(key)).toEqual([
+      {
+        user_id: null,
+        request_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+        response: first.text,
+        created_at: expect.any(Number),
+      },
+    ]);
   });
 
   it("answers a repeat with the same status and body, byte for byte, and Idempotent-Replayed: true, creating nothing", async () => {
     const key = newKey();
     const title = `repeat ${key}`;
-    const body = { title, content: "line 1\nline 2 \u0001 \"quoted\" é 😀" };
+    const body = { title, content: 'line 1\nline 2 \u0001 "quoted" é 😀' };
     const first = await answer(await post(key, body));
     expect(first.status).toBe(201);
     const again = await answer(await post(key, body));
@@ -111,7 +140,9 @@ describe("POST /notes with Idempotency-Key", () => {
     const key = newKey();
     const title = `in progress ${key}`;
     const hash = await requestHash(title, "c");
-    await env.DB.prepare("INSERT INTO idempotency_keys (user_id, key, request_hash, claim, response, created_at) VALUES (NULL, ?, ?, 'other', NULL, ?)")
+    await env.DB.prepare(
+      "INSERT INTO idempotency_keys (user_id, key, request_hash, claim, response, created_at) VALUES (NULL, ?, ?, 'other', NULL, ?)",
+    )
       .bind(key, hash, Date.now())
       .run();
     expect(await jsonOf(await post(key, { title, content: "c" }))).toEqual(
@@ -171,7 +202,9 @@ describe("POST /notes with Idempotency-Key", () => {
     const [young, old] = [newKey(), newKey()];
     await post(young, { title: `young ${young}`, content: "c" });
     await post(old, { title: `old ${old}`, content: "c" });
-    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = ?").bind(DAY - 60_000, young).run();
+    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = ?")
+      .bind(DAY - 60_000, young)
+      .run();
     await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = ?").bind(DAY, old).run();
     await fireCron();
     expect(await keyRows(young)).toHaveLength(1);
@@ -217,13 +250,27 @@ describe("POST /notes with Idempotency-Key and NOTES_AUTH=required", () => {
     const key = newKey();
     const aliceFirst = await answer(await postAs(alice.headers, key, { title: `alice ${key}`, content: "a" }));
     const bobFirst = await answer(await postAs(bob.headers, key, { title: `bob ${key}`, content: "b" }));
-    expect([aliceFirst.status, aliceFirst.replayed, bobFirst.status, bobFirst.replayed]).toEqual([201, null, 201, null]);
-    expect(await answer(await postAs(alice.headers, key, { title: `alice ${key}`, content: "a" }))).toEqual({ ...aliceFirst, replayed: "true" });
-    expect(await answer(await postAs(bob.headers, key, { title: `bob ${key}`, content: "b" }))).toEqual({ ...bobFirst, replayed: "true" });
+    expect([aliceFirst.status, aliceFirst.replayed, bobFirst.status, bobFirst.replayed]).toEqual([
+      201,
+      null,
+      201,
+      null,
+    ]);
+    expect(await answer(await postAs(alice.headers, key, { title: `alice ${key}`, content: "a" }))).toEqual({
+      ...aliceFirst,
+      replayed: "true",
+    });
+    expect(await answer(await postAs(bob.headers, key, { title: `bob ${key}`, content: "b" }))).toEqual({
+      ...bobFirst,
+      replayed: "true",
+    });
     expect(await jsonOf(await postAs(bob.headers, key, { title: `alice ${key}`, content: "a" }))).toEqual(REUSED);
     expect((await keyRows(key)).map((row) => row.user_id).sort()).toEqual([alice.id, bob.id].sort());
     // The public scope is another scope again.
-    expect(await answer(await post(key, { title: `public ${key}`, content: "p" }))).toMatchObject({ status: 201, replayed: null });
+    expect(await answer(await post(key, { title: `public ${key}`, content: "p" }))).toMatchObject({
+      status: 201,
+      replayed: null,
+    });
   });
 
   it("answers 401 for an ended session and claims nothing", async () => {
@@ -252,7 +299,9 @@ describe("POST /notes with Idempotency-Key and NOTES_AUTH=required", () => {
     const alice = await user();
     const key = newKey();
     expect((await postAs(alice.headers, key, { title: `gone ${key}`, content: "c" })).status).toBe(201);
-    expect((await call("DELETE", "/auth/account", { password: "correct horse battery" }, alice.headers)).status).toBe(204);
+    expect((await call("DELETE", "/auth/account", { password: "correct horse battery" }, alice.headers)).status).toBe(
+      204,
+    );
     expect(await keyRows(key)).toEqual([]);
   });
 });

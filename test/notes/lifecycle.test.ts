@@ -22,7 +22,8 @@ async function owner() {
   const send = (method: string, path: string, body?: unknown) =>
     callWithEnv({ NOTES_AUTH: "required" }, method, path, body, { Authorization: `Bearer ${token}` });
   const ids: number[] = [];
-  for (const title of ["one", "two", "three"]) ids.push(v.parse(Note, await (await send("POST", "/notes", { title, content: "c" })).json()).id);
+  for (const title of ["one", "two", "three"])
+    ids.push(v.parse(Note, await (await send("POST", "/notes", { title, content: "c" })).json()).id);
   expect((await send("DELETE", `/notes/${ids[0]}`)).status).toBe(204);
   return { email, userId: (await storedUser(email))!.id, sessionId: sessionIdOf(token), send, ids };
 }
@@ -65,7 +66,10 @@ describe("accountNotesDeletion", () => {
       return db.batch([
         db.delete(loginFailures).where(and(eq(loginFailures.email, caller.email), live)),
         ...accountNotesDeletion(db, caller.userId, live),
-        db.delete(users).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+        db
+          .delete(users)
+          .where(and(eq(users.id, caller.userId), live))
+          .returning({ id: users.id }),
       ]);
     };
     const ended = await owner();
@@ -92,10 +96,18 @@ describe("notesCleanUp", () => {
     const { userId, send, ids } = await owner();
     expect((await send("DELETE", `/notes/${ids[1]}`)).status).toBe(204);
     const now = Date.now();
-    const [old, young] = (await env.DB.prepare("SELECT seq FROM note_tombstones WHERE owner = ? ORDER BY seq").bind(userId).all<{ seq: number }>()).results;
-    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ? AND seq = ?").bind(now - 31 * DAY, userId, old!.seq).run();
+    const [old, young] = (
+      await env.DB.prepare("SELECT seq FROM note_tombstones WHERE owner = ? ORDER BY seq")
+        .bind(userId)
+        .all<{ seq: number }>()
+    ).results;
+    await env.DB.prepare("UPDATE note_tombstones SET deleted_at = ? WHERE owner = ? AND seq = ?")
+      .bind(now - 31 * DAY, userId, old!.seq)
+      .run();
     const key = (createdAt: number) =>
-      env.DB.prepare("INSERT INTO idempotency_keys (user_id, key, request_hash, claim, created_at) VALUES (?, ?, 'h', 'c', ?) RETURNING id")
+      env.DB.prepare(
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, claim, created_at) VALUES (?, ?, 'h', 'c', ?) RETURNING id",
+      )
         .bind(userId, crypto.randomUUID(), createdAt)
         .first<number>("id");
     const expired = await key(now - DAY - MINUTE);
@@ -110,7 +122,9 @@ describe("notesCleanUp", () => {
     expect(results.prunedTombstones).not.toContainEqual({ seq: young!.seq });
 
     expect(await count("SELECT pruned_through AS n FROM note_clocks WHERE owner = ?", userId)).toBe(old!.seq);
-    expect(await count("SELECT count(*) AS n FROM note_tombstones WHERE owner = ? AND seq = ?", userId, young!.seq)).toBe(1);
+    expect(
+      await count("SELECT count(*) AS n FROM note_tombstones WHERE owner = ? AND seq = ?", userId, young!.seq),
+    ).toBe(1);
     expect(await count("SELECT count(*) AS n FROM idempotency_keys WHERE id IN (?, ?)", expired, kept)).toBe(1);
     expect(await count("SELECT count(*) AS n FROM idempotency_keys WHERE id = ?", kept)).toBe(1);
   });

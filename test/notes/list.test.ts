@@ -58,7 +58,8 @@ async function seedOneByOne(db: D1Database, rows: Seed[]): Promise<void> {
 async function seedMany(db: D1Database, rows: Seed[]): Promise<void> {
   const ROWS_PER_STATEMENT = 33;
   const STATEMENTS_PER_BATCH = 100;
-  const sql = (n: number) => `INSERT INTO notes (title, content, created_at) VALUES ${Array(n).fill("(?, ?, ?)").join(", ")}`;
+  const sql = (n: number) =>
+    `INSERT INTO notes (title, content, created_at) VALUES ${Array(n).fill("(?, ?, ?)").join(", ")}`;
   const full = db.prepare(sql(ROWS_PER_STATEMENT));
   let batch: D1PreparedStatement[] = [];
   for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
@@ -75,12 +76,20 @@ async function seedMany(db: D1Database, rows: Seed[]): Promise<void> {
 
 /** What GET /notes must show for the seeded rows: their ids from D1, the rest as seeded. */
 async function expectedNotes(db: D1Database, mark: string, rows: Seed[]): Promise<NoteJson[]> {
-  const { results } = await db.prepare("SELECT id, title FROM notes WHERE title LIKE ? ORDER BY id").bind(`${mark} %`).all<{ id: number; title: string }>();
+  const { results } = await db
+    .prepare("SELECT id, title FROM notes WHERE title LIKE ? ORDER BY id")
+    .bind(`${mark} %`)
+    .all<{ id: number; title: string }>();
   expect(results).toHaveLength(rows.length);
   return results.map((stored, i) => {
     const row = rows[i]!;
     expect(stored.title).toBe(row.title);
-    return { id: stored.id, title: row.title, content: row.content, created_at: new Date(row.created_at).toISOString() };
+    return {
+      id: stored.id,
+      title: row.title,
+      content: row.content,
+      created_at: new Date(row.created_at).toISOString(),
+    };
   });
 }
 
@@ -91,7 +100,10 @@ const stringified = (list: NoteJson[]) => `[${list.map((note) => JSON.stringify(
 function piecesOf(list: NoteJson[], ends: number[]): string[] {
   const bounds = [0, ...ends, list.length];
   return bounds.slice(1).map((end, i) => {
-    const items = list.slice(bounds[i], end).map((note) => JSON.stringify(note)).join(",");
+    const items = list
+      .slice(bounds[i], end)
+      .map((note) => JSON.stringify(note))
+      .join(",");
     return `${i === 0 ? "[" : ","}${items}${end === list.length ? "]" : ""}`;
   });
 }
@@ -108,7 +120,8 @@ async function readList(response: Response | Promise<Response>): Promise<NoteJso
 
 function expectStrictlyAscending(list: NoteJson[]): void {
   for (let i = 1; i < list.length; i++) {
-    if (!(list[i]!.id > list[i - 1]!.id)) throw new Error(`ids not strictly ascending at ${i}: ${list[i - 1]!.id}, ${list[i]!.id}`);
+    if (!(list[i]!.id > list[i - 1]!.id))
+      throw new Error(`ids not strictly ascending at ${i}: ${list[i - 1]!.id}, ${list[i]!.id}`);
   }
 }
 
@@ -168,7 +181,9 @@ describe("GET /notes, streamed in chunks", () => {
       await seedMany(env.DB, rows);
       const seedMs = performance.now() - started;
       const [first, last] = [rows[0]!, rows[COUNT - 1]!];
-      const ids = await env.DB.prepare("SELECT MIN(id) AS first, MAX(id) AS last, COUNT(*) AS n FROM notes WHERE title LIKE ?")
+      const ids = await env.DB.prepare(
+        "SELECT MIN(id) AS first, MAX(id) AS last, COUNT(*) AS n FROM notes WHERE title LIKE ?",
+      )
         .bind(`${mark} %`)
         .first<{ first: number; last: number; n: number }>();
       expect(ids!.n).toBe(COUNT);
@@ -180,13 +195,25 @@ describe("GET /notes, streamed in chunks", () => {
       expectStrictlyAscending(list);
       const mine = list.filter((note) => note.title.startsWith(`${mark} `));
       expect(mine).toHaveLength(COUNT);
-      expect(mine[0]).toEqual({ id: ids!.first, title: first.title, content: first.content, created_at: new Date(first.created_at).toISOString() });
-      expect(mine[COUNT - 1]).toEqual({ id: ids!.last, title: last.title, content: last.content, created_at: new Date(last.created_at).toISOString() });
+      expect(mine[0]).toEqual({
+        id: ids!.first,
+        title: first.title,
+        content: first.content,
+        created_at: new Date(first.created_at).toISOString(),
+      });
+      expect(mine[COUNT - 1]).toEqual({
+        id: ids!.last,
+        title: last.title,
+        content: last.content,
+        created_at: new Date(last.created_at).toISOString(),
+      });
       // Seeded in order in one transaction per batch, so the titles follow the ids.
       mine.forEach((note, i) => {
         if (note.title !== rows[i]!.title) throw new Error(`note ${i} is ${note.title}, expected ${rows[i]!.title}`);
       });
-      console.log(`100k notes: seeding ${Math.round(seedMs)} ms, listing (request to parsed body) ${Math.round(listMs)} ms`);
+      console.log(
+        `100k notes: seeding ${Math.round(seedMs)} ms, listing (request to parsed body) ${Math.round(listMs)} ms`,
+      );
     } finally {
       await env.DB.prepare("DELETE FROM notes WHERE title LIKE ?").bind(`${mark} %`).run();
     }
@@ -200,7 +227,10 @@ describe("GET /notes, streamed in chunks", () => {
     expect(response.headers.get("content-type")).toBe(JSON_TYPE);
     expect(await response.json()).toEqual({ error: "Internal server error" });
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ event: "unhandled_error", errorMessage: expect.stringMatching(/no such table: notes/) });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      event: "unhandled_error",
+      errorMessage: expect.stringMatching(/no such table: notes/),
+    });
   });
 });
 
@@ -270,7 +300,11 @@ describe("GET /notes on a database of its own", () => {
     ];
     // Every text as title and as content, and every time, over this many notes.
     const rows: Seed[] = [
-      ...texts.map((text, i) => ({ title: text, content: texts[(i + 1) % texts.length]!, created_at: times[i % times.length]! })),
+      ...texts.map((text, i) => ({
+        title: text,
+        content: texts[(i + 1) % texts.length]!,
+        created_at: times[i % times.length]!,
+      })),
       ...texts.map((text, i) => ({ title: `title ${i}`, content: text, created_at: times[(i + 5) % times.length]! })),
       ...times.map((created_at, i) => ({ title: `time ${i}`, content: String(created_at), created_at })),
     ];
@@ -313,10 +347,20 @@ describe("GET /notes on a database of its own", () => {
     });
 
     it("for a created and an updated note", async () => {
-      const send = (method: string, path: string, body: unknown) => callWithEnv({ DB: env.LIST_DB }, method, path, body);
+      const send = (method: string, path: string, body: unknown) =>
+        callWithEnv({ DB: env.LIST_DB }, method, path, body);
       const stored = async (id: number) =>
-        (await db().prepare("SELECT id, title, content, created_at FROM notes WHERE id = ?").bind(id).first<Seed & { id: number }>())!;
-      const asJson = (row: Seed & { id: number }) => JSON.stringify({ id: row.id, title: row.title, content: row.content, created_at: new Date(row.created_at).toISOString() });
+        (await db()
+          .prepare("SELECT id, title, content, created_at FROM notes WHERE id = ?")
+          .bind(id)
+          .first<Seed & { id: number }>())!;
+      const asJson = (row: Seed & { id: number }) =>
+        JSON.stringify({
+          id: row.id,
+          title: row.title,
+          content: row.content,
+          created_at: new Date(row.created_at).toISOString(),
+        });
       // Titles are at most 200 characters and never blank, so these go into the content, and the title takes
       // the shorter ones.
       for (const [i, text] of texts.entries()) {
@@ -328,7 +372,12 @@ describe("GET /notes on a database of its own", () => {
         expect(await created.text()).toBe(asJson(await stored(id)));
 
         const other = texts[(i + 3) % texts.length]!;
-        for (const change of [{ content: other }, { title: `${other.slice(0, 150)} again` }, { title: "both", content: text }, {}]) {
+        for (const change of [
+          { content: other },
+          { title: `${other.slice(0, 150)} again` },
+          { title: "both", content: text },
+          {},
+        ]) {
           const updated = await send("PATCH", `/notes/${id}`, change);
           expect(updated.status).toBe(200);
           expect(updated.headers.get("content-type")).toBe(JSON_TYPE);
@@ -359,7 +408,10 @@ describe("GET /notes on a database of its own", () => {
 
   it("starts a second chunk for one byte more", async () => {
     const mark = marker("over");
-    const rows = seeds(mark, 10).map((row, i) => ({ ...row, content: contentForSize(row.title, LIST_CHUNK_BYTES / 10 + (i === 9 ? 1 : 0)) }));
+    const rows = seeds(mark, 10).map((row, i) => ({
+      ...row,
+      content: contentForSize(row.title, LIST_CHUNK_BYTES / 10 + (i === 9 ? 1 : 0)),
+    }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
 
@@ -397,7 +449,10 @@ describe("GET /notes on a database of its own", () => {
     const mark = marker("uneven");
     // Four notes of 0.4 chunk, then thirty of 0.01: as many as fit on average (17) would not fit, exactly
     // two do. Then two more large ones, two small ones (as many as the large ones' size says), the rest.
-    const rows = seeds(mark, 34).map((row, i) => ({ ...row, content: contentForSize(row.title, (LIST_CHUNK_BYTES * (i < 4 ? 40 : 1)) / 100) }));
+    const rows = seeds(mark, 34).map((row, i) => ({
+      ...row,
+      content: contentForSize(row.title, (LIST_CHUNK_BYTES * (i < 4 ? 40 : 1)) / 100),
+    }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
 
@@ -409,11 +464,21 @@ describe("GET /notes on a database of its own", () => {
     const mark = marker("escapes");
     // Control characters take 6 bytes each in JSON (\u0001): three notes fit a chunk by their stored size,
     // but their JSON (about 9 MB) is over the longest string SQLite allows here (about 8 MB; 2 MB on D1).
-    const rows = seeds(mark, 3).map((row) => ({ ...row, content: "\u0001".repeat(LIST_CHUNK_BYTES / 3 - OVERHEAD - row.title.length) }));
+    const rows = seeds(mark, 3).map((row) => ({
+      ...row,
+      content: "\u0001".repeat(LIST_CHUNK_BYTES / 3 - OVERHEAD - row.title.length),
+    }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
-    const query = chunkQuery(drizzle(db()), undefined, Date.now(), { ...EVERY_ID, rows: 100, budget: LIST_CHUNK_BYTES });
-    const failure = await rowsOf(query).then(() => undefined, (err: unknown) => err);
+    const query = chunkQuery(drizzle(db()), undefined, Date.now(), {
+      ...EVERY_ID,
+      rows: 100,
+      budget: LIST_CHUNK_BYTES,
+    });
+    const failure = await rowsOf(query).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(String((failure as Error | undefined)?.cause)).toMatch(/string or blob too big: SQLITE_TOOBIG/);
 
     const response = await list();
@@ -440,7 +505,10 @@ describe("GET /notes on a database of its own", () => {
 
   it("keeps to one owner's notes in every chunk, of a list and of a page", async () => {
     const addUser = () =>
-      db().prepare("INSERT INTO users (email, password) VALUES (?, 'x') RETURNING id").bind(`${marker("owner")}@example.com`).first<{ id: number }>();
+      db()
+        .prepare("INSERT INTO users (email, password) VALUES (?, 'x') RETURNING id")
+        .bind(`${marker("owner")}@example.com`)
+        .first<{ id: number }>();
     const [alice, bob] = [await addUser(), await addUser()];
     const mark = marker("owned");
     // Interleaved owners, a third of a chunk each: Alice's nine notes take at least three chunks.
@@ -465,7 +533,10 @@ describe("GET /notes on a database of its own", () => {
     expect(pieces.join("")).toBe(stringified(expected));
 
     // A page of four of her notes does not fit one chunk: asked for whole, then streamed in chunks.
-    const page = await listNotes(drizzle(db()), createLogger(), { userId: alice!.id, sessionId }, now, { limit: 4, after: expected[0]!.id });
+    const page = await listNotes(drizzle(db()), createLogger(), { userId: alice!.id, sessionId }, now, {
+      limit: 4,
+      after: expected[0]!.id,
+    });
     expect(page!.nextAfter).toBe(expected[4]!.id);
     const pagePieces = await readPieces(new Response(page!.body));
     expect(pagePieces.length).toBeGreaterThanOrEqual(2);
@@ -477,8 +548,15 @@ describe("GET /notes on a database of its own", () => {
   it("lets a chunk's query share one D1 batch with another statement", async () => {
     const rows = seeds(marker("batch"), 3);
     await seedOneByOne(db(), rows);
-    const query = chunkQuery(drizzle(db()), undefined, Date.now(), { ...EVERY_ID, rows: 100, budget: LIST_CHUNK_BYTES });
-    const [chunkResult, totalResult] = await db().batch([query.statement, db().prepare("SELECT count(*) AS n FROM notes")]);
+    const query = chunkQuery(drizzle(db()), undefined, Date.now(), {
+      ...EVERY_ID,
+      rows: 100,
+      budget: LIST_CHUNK_BYTES,
+    });
+    const [chunkResult, totalResult] = await db().batch([
+      query.statement,
+      db().prepare("SELECT count(*) AS n FROM notes"),
+    ]);
     const [chunk] = query.rows(chunkResult!);
     expect(totalResult!.results).toEqual([{ n: 3 }]);
     expect(chunk).toMatchObject({ pageCount: 3, beyondPage: 0 });
@@ -563,6 +641,10 @@ describe("GET /notes pagination", () => {
     ["limit=10&after=x", "after must be an integer"],
     ["after=3", "after is only allowed together with limit"],
   ])("answers 400 JSON for ?%s", async (query, message) => {
-    expect(await jsonOf(await call("GET", `/notes?${query}`))).toEqual({ status: 400, type: JSON_TYPE, body: { error: message } });
+    expect(await jsonOf(await call("GET", `/notes?${query}`))).toEqual({
+      status: 400,
+      type: JSON_TYPE,
+      body: { error: message },
+    });
   });
 });

@@ -5,7 +5,19 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import { BASE, bearer, call, callWithEnv, error, JSON_TYPE, jsonOf, logIn, Note, tally, verifiedAccount } from "../helpers";
+import {
+  BASE,
+  bearer,
+  call,
+  callWithEnv,
+  error,
+  JSON_TYPE,
+  jsonOf,
+  logIn,
+  Note,
+  tally,
+  verifiedAccount,
+} from "../helpers";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 
@@ -79,7 +91,12 @@ describe("GET /notes?q=", () => {
   it("ignores case and accents", async () => {
     const word = uniqueWord();
     const note = await create(`Crème Brûlée ${word}`, "Ça va, NAÏVE café");
-    for (const q of [`creme brulee ${word}`, `CRÈME ${word}`, `ca va naive cafe ${word}`, `${word.toUpperCase()} BRULÉE`]) {
+    for (const q of [
+      `creme brulee ${word}`,
+      `CRÈME ${word}`,
+      `ca va naive cafe ${word}`,
+      `${word.toUpperCase()} BRULÉE`,
+    ]) {
       expect(await found(search(q))).toEqual([note.id]);
     }
   });
@@ -192,8 +209,12 @@ describe("GET /notes?q=", () => {
     const word = uniqueWord();
     // Title matches first, each kind newest first: the order is known.
     const created: NoteJson[] = [];
-    for (const inTitle of [false, true, false, true, true]) created.push(await create(inTitle ? word : "x", inTitle ? "x" : word));
-    const ranked = [...created.filter((note) => note.title === word).reverse(), ...created.filter((note) => note.title !== word).reverse()];
+    for (const inTitle of [false, true, false, true, true])
+      created.push(await create(inTitle ? word : "x", inTitle ? "x" : word));
+    const ranked = [
+      ...created.filter((note) => note.title === word).reverse(),
+      ...created.filter((note) => note.title !== word).reverse(),
+    ];
 
     const pages: number[][] = [];
     let path: string | null = `/notes?q=${word}&limit=2`;
@@ -260,13 +281,17 @@ describe("GET /notes?q= with NOTES_AUTH=required", () => {
 
   it("finds only the caller's notes, and answers 401 without a token", async () => {
     const word = uniqueWord();
-    const [alice, bob] = [bearer((await logIn(await verifiedAccount())).token), bearer((await logIn(await verifiedAccount())).token)];
+    const [alice, bob] = [
+      bearer((await logIn(await verifiedAccount())).token),
+      bearer((await logIn(await verifiedAccount())).token),
+    ];
     const post = async (headers: Record<string, string>, title: string) =>
       v.parse(Note, await (await callWithEnv(REQUIRED, "POST", "/notes", { title, content: "x" }, headers)).json());
     const alicesNote = await post(alice, `${word} alice`);
     const bobsNote = await post(bob, `${word} bob`);
     await create(`${word} public`, "x");
-    const searchAs = (headers: Record<string, string>) => callWithEnv(REQUIRED, "GET", `/notes?q=${word}`, undefined, headers);
+    const searchAs = (headers: Record<string, string>) =>
+      callWithEnv(REQUIRED, "GET", `/notes?q=${word}`, undefined, headers);
     expect(await found(searchAs(alice))).toEqual([alicesNote.id]);
     expect(await found(searchAs(bob))).toEqual([bobsNote.id]);
     expect(await jsonOf(await searchAs({}))).toEqual(error(401, "Unauthorized"));
@@ -276,13 +301,17 @@ describe("GET /notes?q= with NOTES_AUTH=required", () => {
   // of one's own results into a probe of everyone else's notes: here Bob's notes would swap Alice's two.
   it("keeps the order of one account's results whatever another account's notes hold", async () => {
     const [rare, flooded] = [uniqueWord(), uniqueWord()];
-    const [alice, bob] = [bearer((await logIn(await verifiedAccount())).token), bearer((await logIn(await verifiedAccount())).token)];
+    const [alice, bob] = [
+      bearer((await logIn(await verifiedAccount())).token),
+      bearer((await logIn(await verifiedAccount())).token),
+    ];
     const post = async (headers: Record<string, string>, title: string, content: string) =>
       v.parse(Note, await (await callWithEnv(REQUIRED, "POST", "/notes", { title, content }, headers)).json());
     // Mirror images: the same lengths, each word once in a title and once in a content.
     const floodedInTitle = await post(alice, flooded, rare);
     const rareInTitle = await post(alice, rare, flooded);
-    const aliceSearches = async () => found(callWithEnv(REQUIRED, "GET", `/notes?q=${flooded} ${rare}`, undefined, alice));
+    const aliceSearches = async () =>
+      found(callWithEnv(REQUIRED, "GET", `/notes?q=${flooded} ${rare}`, undefined, alice));
     const before = await aliceSearches();
     expect([...before].sort()).toEqual([floodedInTitle.id, rareInTitle.id].sort());
     for (let i = 0; i < 25; i++) await post(bob, `${flooded} ${i}`, flooded);
@@ -296,7 +325,9 @@ describe("GET /notes?q= per-client limit", () => {
 
   it("answers 429 JSON with Retry-After after 60 searches in a minute, per client, and leaves lists and reads alone", async () => {
     const ip = client();
-    const searches = await Promise.all(Array.from({ length: 60 }, () => callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    const searches = await Promise.all(
+      Array.from({ length: 60 }, () => callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)),
+    );
     expect(tally(searches)).toEqual({ 200: 60 });
     const over = await callWithEnv(limited, "GET", `/notes?q=${uniqueWord()}`, undefined, ip);
     expect(await jsonOf(over)).toEqual(error(429, "Too many searches"));
@@ -310,7 +341,11 @@ describe("GET /notes?q= per-client limit", () => {
 
   it("is off with RATE_LIMITS=off", async () => {
     const ip = client();
-    const searches = await Promise.all(Array.from({ length: 70 }, () => callWithEnv({ RATE_LIMITS: "off" }, "GET", `/notes?q=${uniqueWord()}`, undefined, ip)));
+    const searches = await Promise.all(
+      Array.from({ length: 70 }, () =>
+        callWithEnv({ RATE_LIMITS: "off" }, "GET", `/notes?q=${uniqueWord()}`, undefined, ip),
+      ),
+    );
     expect(tally(searches)).toEqual({ 200: 70 });
   });
 });
@@ -322,7 +357,9 @@ describe("the search migration", () => {
     const search = migrations.findIndex((migration) => migration.name.includes("notes_search"));
     expect(search).toBeGreaterThan(0);
     await applyD1Migrations(db, migrations.slice(0, search));
-    await db.prepare("INSERT INTO notes (title, content, created_at) VALUES ('Older budget', 'written before search', 0)").run();
+    await db
+      .prepare("INSERT INTO notes (title, content, created_at) VALUES ('Older budget', 'written before search', 0)")
+      .run();
     await applyD1Migrations(db, migrations);
     expect(await found(callWithEnv({ DB: db }, "GET", "/notes?q=budg"))).toEqual([1]);
     await db.prepare("INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)").run();
@@ -348,7 +385,9 @@ describe("matchExpression", () => {
 
 describe("typed client (hc<AppType>)", () => {
   it("searches with q, limit and offset, typed", async () => {
-    const client = hc<AppType>(BASE, { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
+    const client = hc<AppType>(BASE, {
+      fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)),
+    });
     const word = uniqueWord();
     const note = await create(`Typed ${word}`, "x");
     expectTypeOf<Parameters<typeof client.notes.$get>[0]["query"]>().toEqualTypeOf<{

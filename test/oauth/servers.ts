@@ -36,50 +36,82 @@ function corrupt(jwt: string): string {
 async function openIdPeer(): Promise<{ peer: OpenIdPeer; stop: () => Promise<void> }> {
   const server = new OAuth2Server();
   const key = await server.issuer.keys.generate("RS256");
-  const foreign = await importJWK(await exportJWK(generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey), "RS256");
+  const foreign = await importJWK(
+    await exportJWK(generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey),
+    "RS256",
+  );
   const scripts = new Map<string, SignInScript>();
   const tokenRequests = new Map<string, unknown>();
   const nonceOf = new WeakMap<object, string>();
 
-  server.service.on(Events.BeforeAuthorizeRedirect, ({ url }: { url: URL }, req: IncomingMessage & { query?: Record<string, unknown> }) => {
-    const script = scripts.get(String(req.query?.nonce));
-    if (!script?.authorizeError) return;
-    url.searchParams.delete("code");
-    url.searchParams.set("error", script.authorizeError);
-  });
-  server.service.on(Events.BeforeTokenSigning, (token: { payload: Record<string, unknown> }, req: IncomingMessage & { body?: unknown }) => {
-    const nonce = token.payload.nonce;
-    if (typeof nonce !== "string") return;
-    nonceOf.set(req, nonce);
-    tokenRequests.set(nonce, req.body);
-    for (const [claim, value] of Object.entries(scripts.get(nonce)?.claims ?? {})) {
-      if (value === null) delete token.payload[claim];
-      else token.payload[claim] = value;
-    }
-  });
-  server.service.on(Events.BeforeResponse, (response: { body: Record<string, unknown>; statusCode: number }, req: IncomingMessage) => {
-    const script = scripts.get(nonceOf.get(req) ?? "");
-    if (script?.tokenError) Object.assign(response, { body: { error: script.tokenError }, statusCode: 400 });
-    else if (script?.corruptSignature) response.body.id_token = corrupt(String(response.body.id_token));
-  });
+  server.service.on(
+    Events.BeforeAuthorizeRedirect,
+    ({ url }: { url: URL }, req: IncomingMessage & { query?: Record<string, unknown> }) => {
+      const script = scripts.get(String(req.query?.nonce));
+      if (!script?.authorizeError) return;
+      url.searchParams.delete("code");
+      url.searchParams.set("error", script.authorizeError);
+    },
+  );
+  server.service.on(
+    Events.BeforeTokenSigning,
+    (token: { payload: Record<string, unknown> }, req: IncomingMessage & { body?: unknown }) => {
+      const nonce = token.payload.nonce;
+      if (typeof nonce !== "string") return;
+      nonceOf.set(req, nonce);
+      tokenRequests.set(nonce, req.body);
+      for (const [claim, value] of Object.entries(scripts.get(nonce)?.claims ?? {})) {
+        if (value === null) delete token.payload[claim];
+        else token.payload[claim] = value;
+      }
+    },
+  );
+  server.service.on(
+    Events.BeforeResponse,
+    (response: { body: Record<string, unknown>; statusCode: number }, req: IncomingMessage) => {
+      const script = scripts.get(nonceOf.get(req) ?? "");
+      if (script?.tokenError) Object.assign(response, { body: { error: script.tokenError }, statusCode: 400 });
+      else if (script?.corruptSignature) response.body.id_token = corrupt(String(response.body.id_token));
+    },
+  );
 
   server.service.addRoute("POST", "/_test/script", (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => {
     const script = req.body as SignInScript;
     scripts.set(script.nonce, script);
     sendJson(res, { ok: true });
   });
-  server.service.addRoute("GET", "/_test/token-request", (req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse) => {
-    sendJson(res, tokenRequests.get(String(req.query?.nonce)) ?? null);
-  });
-  server.service.addRoute("POST", "/_test/sign", async (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => {
-    const { claims, expiresIn, foreignKey } = req.body as { claims: Record<string, unknown>; expiresIn?: number; foreignKey?: boolean };
-    const token = foreignKey
-      ? await new SignJWT({ iss: server.issuer.url, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 3600, ...claims })
-          .setProtectedHeader({ alg: "RS256", kid: key.kid })
-          .sign(foreign)
-      : await server.issuer.buildToken({ expiresIn, scopesOrTransform: (_header, payload) => Object.assign(payload, claims) });
-    sendJson(res, { id_token: token });
-  });
+  server.service.addRoute(
+    "GET",
+    "/_test/token-request",
+    (req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse) => {
+      sendJson(res, tokenRequests.get(String(req.query?.nonce)) ?? null);
+    },
+  );
+  server.service.addRoute(
+    "POST",
+    "/_test/sign",
+    async (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => {
+      const { claims, expiresIn, foreignKey } = req.body as {
+        claims: Record<string, unknown>;
+        expiresIn?: number;
+        foreignKey?: boolean;
+      };
+      const token = foreignKey
+        ? await new SignJWT({
+            iss: server.issuer.url,
+            iat: Math.floor(Date.now() / 1000),
+            exp: Math.floor(Date.now() / 1000) + 3600,
+            ...claims,
+          })
+            .setProtectedHeader({ alg: "RS256", kid: key.kid })
+            .sign(foreign)
+        : await server.issuer.buildToken({
+            expiresIn,
+            scopesOrTransform: (_header, payload) => Object.assign(payload, claims),
+          });
+      sendJson(res, { id_token: token });
+    },
+  );
 
   await server.start(0, HOST);
   return { peer: { issuer: server.issuer.url!, kid: key.kid }, stop: () => server.stop() };
@@ -128,7 +160,9 @@ async function gitHub(): Promise<{ url: string; stop: () => Promise<void> }> {
       sendJson(res, { message: "Not Found" }, 404);
     })();
   });
-  const port = await new Promise<number>((resolve) => server.listen(0, HOST, () => resolve((server.address() as AddressInfo).port)));
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, HOST, () => resolve((server.address() as AddressInfo).port)),
+  );
   return { url: `http://${HOST}:${port}`, stop: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
@@ -142,7 +176,12 @@ export async function startOAuthPeers(): Promise<{ fixture: OAuthFixture; stop: 
       teamId: "TEAM123456",
       keyId: "KEY1234567",
       privateKeyPem: appleKey.privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
-      publicJwk: await exportJWK(appleKey.publicKey).then(({ kty = "", crv = "", x = "", y = "" }) => ({ kty, crv, x, y })),
+      publicJwk: await exportJWK(appleKey.publicKey).then(({ kty = "", crv = "", x = "", y = "" }) => ({
+        kty,
+        crv,
+        x,
+        y,
+      })),
     },
     github: { url: github.url, apiUrl: `${github.url}/api/v3` },
   };

@@ -33,7 +33,10 @@ export interface SignInScript {
   tokenError?: string;
 }
 
-/** A GitHub sign-in, keyed by the service's state: the user's numeric id and e-mails, or an error at the authorization step. */
+/**
+ * A GitHub sign-in, keyed by the service's state: the user's numeric id and e-mails, or an error at the authorization
+ * step.
+ */
 export interface GitHubScript {
   state: string;
   id?: number;

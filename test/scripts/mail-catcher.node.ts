@@ -21,7 +21,9 @@ async function fakeServer(onConnection: (socket: Socket) => void): Promise<numbe
     onConnection(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
-  closers.push(() => new Promise((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))));
+  closers.push(
+    () => new Promise((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
+  );
   return (server.address() as AddressInfo).port;
 }
 
@@ -71,7 +73,10 @@ describe("planMailCatcher: what npm run dev does about mail on SMTP_PORT", () =>
   test("refuses a port whose listener says nothing: not a mail server", async () => {
     const port = await fakeServer(() => {});
     assert.deepEqual(await planMailCatcher(HOST, port, 300), {
-      refuse: [`port ${port} on ${HOST} (SMTP_PORT in .dev.vars) is in use by something that does not greet as a mail server.`, "Stop it, or set another SMTP_PORT in .dev.vars."],
+      refuse: [
+        `port ${port} on ${HOST} (SMTP_PORT in .dev.vars) is in use by something that does not greet as a mail server.`,
+        "Stop it, or set another SMTP_PORT in .dev.vars.",
+      ],
     });
   });
 

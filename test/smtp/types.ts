@@ -30,5 +30,8 @@ export type SmtpFixture = {
   inspectUrl: string;
 };
 
-/** The secret the tests' Turnstile verifier (on the inspection server, /turnstile/siteverify) accepts with the token "pass". */
+/**
+ * The secret the tests' Turnstile verifier (on the inspection server, /turnstile/siteverify) accepts with the token
+ * "pass".
+ */
 export const TURNSTILE_TEST_SECRET = "turnstile-test-secret";

@@ -15,7 +15,9 @@ import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/schemas";
 
-const api = hc<AppType>("http://api.test", { fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)) });
+const api = hc<AppType>("http://api.test", {
+  fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)),
+});
 type Login = Awaited<ReturnType<typeof api.auth.login.$post>>;
 type Me = Awaited<ReturnType<typeof api.auth.me.$get>>;
 type Verify = Awaited<ReturnType<typeof api.auth.mfa.verify.$post>>;
@@ -37,13 +39,31 @@ type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer 
 describe("typed client", () => {
   it("types a login's tokens, and its second-factor branch, told apart by narrowing", () => {
     type Answer = BodyOf<Login, 200>;
-    expectTypeOf<Exclude<Answer, { mfa_required: true }>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number }>();
-    expectTypeOf<Extract<Answer, { mfa_required: true }>>().toEqualTypeOf<{ mfa_required: true; mfa_token: string; expires_in: number }>();
-    expectTypeOf<BodyOf<Verify, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number; device_token: string }>();
+    expectTypeOf<Exclude<Answer, { mfa_required: true }>>().toMatchObjectType<{
+      token: string;
+      refresh_token: string;
+      expires_in: number;
+    }>();
+    expectTypeOf<Extract<Answer, { mfa_required: true }>>().toEqualTypeOf<{
+      mfa_required: true;
+      mfa_token: string;
+      expires_in: number;
+    }>();
+    expectTypeOf<BodyOf<Verify, 200>>().toMatchObjectType<{
+      token: string;
+      refresh_token: string;
+      expires_in: number;
+      device_token: string;
+    }>();
   });
 
   it("types a passkey sign-in as a login, a new passkey, its refusal and the list", () => {
-    expectTypeOf<BodyOf<PasskeySignIn, 200>>().toMatchObjectType<{ token: string; refresh_token: string; expires_in: number; device_token: string }>();
+    expectTypeOf<BodyOf<PasskeySignIn, 200>>().toMatchObjectType<{
+      token: string;
+      refresh_token: string;
+      expires_in: number;
+      device_token: string;
+    }>();
     expectTypeOf<BodyOf<PasskeySignInOptions, 200>>().toEqualTypeOf<{ options: RequestOptionsJson }>();
     expectTypeOf<BodyOf<PasskeyRegister, 201>>().toEqualTypeOf<PasskeyJson>();
     expectTypeOf<BodyOf<PasskeyRegister, 400>>().toEqualTypeOf<PasskeyRefusalJson>();
@@ -65,7 +85,10 @@ describe("typed client", () => {
   it("types a social sign-in like a login, and the native flow's refusals", () => {
     expectTypeOf<BodyOf<OAuthToken, 200>>().toEqualTypeOf<BodyOf<Login, 200>>();
     expectTypeOf<BodyOf<IdToken, 200>>().toEqualTypeOf<BodyOf<Login, 200>>();
-    expectTypeOf<BodyOf<IdToken, 403>>().toEqualTypeOf<{ error: "email_not_verified" | "account_conflict"; error_description: string }>();
+    expectTypeOf<BodyOf<IdToken, 403>>().toEqualTypeOf<{
+      error: "email_not_verified" | "account_conflict";
+      error_description: string;
+    }>();
   });
 
   it("types a created and a read note as the note JSON", () => {
@@ -96,7 +119,9 @@ describe("typed client", () => {
   });
 
   it("tells the answers apart by status", async () => {
-    const login = await api.auth.login.$post({ json: { email: `nobody-${crypto.randomUUID()}@example.com`, password: "correct horse battery" } });
+    const login = await api.auth.login.$post({
+      json: { email: `nobody-${crypto.randomUUID()}@example.com`, password: "correct horse battery" },
+    });
     if (login.status === 200) {
       const body = await login.json();
       if (!("mfa_required" in body)) expectTypeOf(body).toHaveProperty("refresh_token");

@@ -74,7 +74,8 @@ async function proveNewAddress(c: Context<CallerEnv>, token: string) {
   const now = Date.now();
   const claim = await claimCodeAttempt(db, { id: caller.userId }, "change_email", now);
   if (claim.outcome === "throttled") return { refused: tooManyRequests(c, claim.waitMs, AuthMessage.codeThrottled) };
-  if (claim.outcome === "invalid" || !claim.newEmail) return { refused: c.text(AuthMessage.invalidConfirmationCode, 401) };
+  if (claim.outcome === "invalid" || !claim.newEmail)
+    return { refused: c.text(AuthMessage.invalidConfirmationCode, 401) };
   const target = targetWindow("tries", claim.newEmail);
   const slot = await claimSlot(db, target, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR, now);
   if ("waitMs" in slot) {
@@ -119,7 +120,10 @@ export const emailChange = new Hono<AppEnv>()
     jsonBody(ChangeEmailBody),
     async (c) => {
       const { password, new_email: newEmail, code: stepUpCode } = c.req.valid("json");
-      const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.changeEmailRequired }, code: { value: stepUpCode } });
+      const confirmed = await reauthenticate(c, {
+        password: { value: password, missing: AuthMessage.changeEmailRequired },
+        code: { value: stepUpCode },
+      });
       if ("refused" in confirmed) return confirmed.refused;
       if (newEmail === confirmed.account.email) return c.text(AuthMessage.sameEmail, 400);
       // The same answer as register's 409 tells no more than register does. A registration of the
@@ -134,12 +138,17 @@ export const emailChange = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "Confirm the new e-mail address",
-      description: "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
+      description:
+        "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
       requestExample: { token: "123456" },
       responses: {
         "200": text("Changed", AuthMessage.emailChanged),
         "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
-        "401": text("Wrong, expired or voided code, or an invalid access token", AuthMessage.invalidConfirmationCode, AuthMessage.invalidAccessToken),
+        "401": text(
+          "Wrong, expired or voided code, or an invalid access token",
+          AuthMessage.invalidConfirmationCode,
+          AuthMessage.invalidAccessToken,
+        ),
         "409": text("The address was registered by someone else meanwhile", AuthMessage.userExists),
         ...accountErrors,
         "429": throttled(
@@ -164,13 +173,24 @@ export const emailChange = new Hono<AppEnv>()
       if ("refused" in proof) return proof.refused;
       const { code, newEmail } = proof.proven;
       const revert = await newRevertToken();
-      if (!(await switchEmail(db, { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash }, Date.now()))) {
+      if (
+        !(await switchEmail(
+          db,
+          { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash },
+          Date.now(),
+        ))
+      ) {
         // Taken by another account (not the caller's: a concurrent confirmation with this code may have won).
-        return (await addressHeld(db, newEmail, Date.now(), caller.userId)) ? c.text(AuthMessage.userExists, 409) : c.text(AuthMessage.invalidConfirmationCode, 401);
+        return (await addressHeld(db, newEmail, Date.now(), caller.userId))
+          ? c.text(AuthMessage.userExists, 409)
+          : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
       c.var.sessionsEnded(caller.userId);
-      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, { link: undoLink(c.var.config.appUrl, c.req.url, revert.token), token: revert.token });
+      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, {
+        link: undoLink(c.var.config.appUrl, c.req.url, revert.token),
+        token: revert.token,
+      });
       return c.text(AuthMessage.emailChanged, 200);
     },
   );

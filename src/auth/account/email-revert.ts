@@ -26,7 +26,10 @@ import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
  * 7 days: docs/accounts.md.
  */
 
-/** The link of a notice that undoes the change: APP_URL's page when set, else the API's own (below), on the request's origin. */
+/**
+ * The link of a notice that undoes the change: APP_URL's page when set, else the API's own (below), on the request's
+ * origin.
+ */
 export function undoLink(appUrl: string | undefined, requestUrl: string, token: string): string {
   const base = appUrl ?? `${new URL(requestUrl).origin}/auth`;
   return `${base}/revert-email-change?${new URLSearchParams({ token }).toString()}`;
@@ -47,40 +50,52 @@ export const emailRevert = new Hono<AppEnv>()
       description:
         "An HTML page with one button that sends the link's `token` to POST /auth/revert-email-change and shows the answer. Opening it changes " +
         "nothing (mail scanners open links). Used when APP_URL is not set.",
-      parameters: [{ name: "token", in: "query", required: false, description: "The revert token of the notice", schema: { type: "string" } }],
+      parameters: [
+        {
+          name: "token",
+          in: "query",
+          required: false,
+          description: "The revert token of the notice",
+          schema: { type: "string" },
+        },
+      ],
       responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
     }),
-    async (c) => c.html(REVERT_PAGE_HTML, 200, { ...DOCUMENT_SECURITY_HEADERS, [CONTENT_SECURITY_POLICY]: await inlinePagePolicy(REVERT_PAGE_HTML) }),
+    async (c) =>
+      c.html(REVERT_PAGE_HTML, 200, {
+        ...DOCUMENT_SECURITY_HEADERS,
+        [CONTENT_SECURITY_POLICY]: await inlinePagePolicy(REVERT_PAGE_HTML),
+      }),
   )
   .post(
-  "/revert-email-change",
-  describeRoute({
-    tags: accountsTag,
-    summary: "Undo an e-mail change",
-    description:
-      `No bearer token: the revert token from the notice mailed to the old address (valid ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days) is the proof. ` +
-      "Puts the old address back, ends every session, clears the password (set a new one with forgot-password) and removes the second factors added " +
-      "since the change; mails the address it takes the account from. Tokens of earlier changes stay good; this one's and later ones' are used up.",
-    requestExample: { token: "q3Jx8v0bYV3oQ1m2k5nR7w" },
-    responses: {
-      "200": text("Undone", AuthMessage.emailChangeReverted),
-      "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
-      "401": text("Unknown, used or expired token", AuthMessage.invalidRevertToken),
-      "409": text("Another account has registered the old address meanwhile", AuthMessage.revertAddressTaken),
-      ...accountErrors,
+    "/revert-email-change",
+    describeRoute({
+      tags: accountsTag,
+      summary: "Undo an e-mail change",
+      description:
+        `No bearer token: the revert token from the notice mailed to the old address (valid ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days) is the proof. ` +
+        "Puts the old address back, ends every session, clears the password (set a new one with forgot-password) and removes the second factors added " +
+        "since the change; mails the address it takes the account from. Tokens of earlier changes stay good; this one's and later ones' are used up.",
+      requestExample: { token: "q3Jx8v0bYV3oQ1m2k5nR7w" },
+      responses: {
+        "200": text("Undone", AuthMessage.emailChangeReverted),
+        "400": text("Missing or malformed token", AuthMessage.tokenRequired, AuthMessage.tokenString, ...badJson),
+        "401": text("Unknown, used or expired token", AuthMessage.invalidRevertToken),
+        "409": text("Another account has registered the old address meanwhile", AuthMessage.revertAddressTaken),
+        ...accountErrors,
+      },
+    }),
+    jsonBody(RevertEmailChangeBody),
+    async (c) => {
+      const { token } = c.req.valid("json");
+      const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
+      if (restored) {
+        c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
+        c.var.sessionsEnded(restored.id);
+        // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
+        await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
+        return c.text(AuthMessage.emailChangeReverted, 200);
+      }
+      return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);
     },
-  }),
-  jsonBody(RevertEmailChangeBody),
-  async (c) => {
-    const { token } = c.req.valid("json");
-    const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
-    if (restored) {
-      c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
-      c.var.sessionsEnded(restored.id);
-      // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
-      await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
-      return c.text(AuthMessage.emailChangeReverted, 200);
-    }
-    return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);
-  },
-);
+  );

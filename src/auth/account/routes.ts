@@ -22,7 +22,11 @@ import { changePassword, deleteAccount, type OwnedElsewhere } from "./store";
 export const accountRoutes = new Hono<AppEnv>()
   .get(
     "/me",
-    describeRoute({ ...bearer, summary: "Your account", responses: { "200": json("The caller's account", ref("Me")), ...bearerErrors } }),
+    describeRoute({
+      ...bearer,
+      summary: "Your account",
+      responses: { "200": json("The caller's account", ref("Me")), ...bearerErrors },
+    }),
     requireAccessToken,
     async (c) => {
       const user = await callerAccount(c, c.var.caller);
@@ -35,7 +39,11 @@ export const accountRoutes = new Hono<AppEnv>()
         verified: user.isVerified,
         created_at: new Date(user.createdAt).toISOString(),
         mfa: { totp, recovery_codes_remaining: totp ? user.recoveryCodes : 0 },
-        identities: identities.map(({ provider, email, createdAt }) => ({ provider, email, created_at: new Date(createdAt).toISOString() })),
+        identities: identities.map(({ provider, email, createdAt }) => ({
+          provider,
+          email,
+          created_at: new Date(createdAt).toISOString(),
+        })),
         has_password: user.password !== NO_PASSWORD,
       };
       return c.json(me, 200);
@@ -51,7 +59,13 @@ export const accountRoutes = new Hono<AppEnv>()
       requestExample: { current_password: "correct horse battery", new_password: "a new long password" },
       responses: {
         "200": text("Changed", AuthMessage.passwordChanged),
-        "400": text("Missing or malformed fields", AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings, ...passwordRules, ...badJson),
+        "400": text(
+          "Missing or malformed fields",
+          AuthMessage.changePasswordRequired,
+          AuthMessage.changePasswordStrings,
+          ...passwordRules,
+          ...badJson,
+        ),
         ...passwordChecked,
       },
     }),
@@ -65,7 +79,8 @@ export const accountRoutes = new Hono<AppEnv>()
         code: { value: stepUpCode },
       });
       if ("refused" in confirmed) return confirmed.refused;
-      if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now()))) return unauthorized(c);
+      if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now())))
+        return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
       c.var.sessionsEnded(caller.userId);
       await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
@@ -75,33 +90,44 @@ export const accountRoutes = new Hono<AppEnv>()
 
   .route("/", emailChange);
 
-/** DELETE /auth/account, which deletes what other areas keep for the account too (`ownedElsewhere`, handed in by index.ts). */
+/**
+ * DELETE /auth/account, which deletes what other areas keep for the account too (`ownedElsewhere`, handed in by
+ * index.ts).
+ */
 export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
-  return new Hono<AppEnv>()
-    .delete(
-      "/account",
-      describeRoute({
-        ...bearer,
-        summary: "Delete your account",
-        description: "Needs the password. Deletes the account, its sessions, codes and notes at once; every token dies.",
-        requestExample: { password: "correct horse battery" },
-        responses: {
-          "204": { description: "Deleted" },
-          "400": text("Missing or malformed password", AuthMessage.passwordRequired, AuthMessage.passwordString, ...badJson),
-          ...passwordChecked,
-        },
-      }),
-      requireAccessToken,
-      jsonBody(DeleteAccountBody),
-      async (c) => {
-        const { password, code: stepUpCode } = c.req.valid("json");
-        const { db, log, caller } = c.var;
-        const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired }, code: { value: stepUpCode } });
-        if ("refused" in confirmed) return confirmed.refused;
-        if (!(await deleteAccount(db, caller, confirmed.account.email, ownedElsewhere, Date.now()))) return unauthorized(c);
-        log.info("account_deleted", { userId: caller.userId });
-        c.var.sessionsEnded(caller.userId);
-        return c.body(null, 204);
+  return new Hono<AppEnv>().delete(
+    "/account",
+    describeRoute({
+      ...bearer,
+      summary: "Delete your account",
+      description: "Needs the password. Deletes the account, its sessions, codes and notes at once; every token dies.",
+      requestExample: { password: "correct horse battery" },
+      responses: {
+        "204": { description: "Deleted" },
+        "400": text(
+          "Missing or malformed password",
+          AuthMessage.passwordRequired,
+          AuthMessage.passwordString,
+          ...badJson,
+        ),
+        ...passwordChecked,
       },
-    );
+    }),
+    requireAccessToken,
+    jsonBody(DeleteAccountBody),
+    async (c) => {
+      const { password, code: stepUpCode } = c.req.valid("json");
+      const { db, log, caller } = c.var;
+      const confirmed = await reauthenticate(c, {
+        password: { value: password, missing: AuthMessage.passwordRequired },
+        code: { value: stepUpCode },
+      });
+      if ("refused" in confirmed) return confirmed.refused;
+      if (!(await deleteAccount(db, caller, confirmed.account.email, ownedElsewhere, Date.now())))
+        return unauthorized(c);
+      log.info("account_deleted", { userId: caller.userId });
+      c.var.sessionsEnded(caller.userId);
+      return c.body(null, 204);
+    },
+  );
 }

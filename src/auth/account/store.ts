@@ -30,13 +30,23 @@ export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => Batch
  * (sign-ins checked against the old one open nothing: session/gate.ts) and when it changed (device tokens
  * issued before it are stale: session/devices.ts).
  */
-export const passwordWrite = (hash: string, now: number) => ({ password: hash, signInEpoch: sql`${users.signInEpoch} + 1`, passwordChangedAt: now });
+export const passwordWrite = (hash: string, now: number) => ({
+  password: hash,
+  signInEpoch: sql`${users.signInEpoch} + 1`,
+  passwordChangedAt: now,
+});
 
-/** Sets the caller's password and ends every other session, while the caller's session is live: false when it was not. */
+/**
+ * Sets the caller's password and ends every other session, while the caller's session is live: false when it was not.
+ */
 export async function changePassword(db: Database, caller: AccessClaims, hash: string, now: number): Promise<boolean> {
   const live = liveSession(caller, now);
   const [changed] = await db.batch([
-    db.update(users).set(passwordWrite(hash, now)).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+    db
+      .update(users)
+      .set(passwordWrite(hash, now))
+      .where(and(eq(users.id, caller.userId), live))
+      .returning({ id: users.id }),
     endOtherSessions(db, caller, live),
   ]);
   return changed.length > 0;
@@ -47,13 +57,22 @@ export async function changePassword(db: Database, caller: AccessClaims, hash: s
  * live: what other areas keep for it (first: it may point at the user), the address's login attempts,
  * then the user, whose sessions, codes and factors go with it. False when the session was not live.
  */
-export async function deleteAccount(db: Database, caller: AccessClaims, email: string, ownedElsewhere: OwnedElsewhere, now: number): Promise<boolean> {
+export async function deleteAccount(
+  db: Database,
+  caller: AccessClaims,
+  email: string,
+  ownedElsewhere: OwnedElsewhere,
+  now: number,
+): Promise<boolean> {
   const live = liveSession(caller, now);
   const elsewhere = ownedElsewhere(db, caller.userId, live);
   const results = await batchOf(db, [
     ...elsewhere,
     db.delete(loginFailures).where(and(eq(loginFailures.email, email), live)),
-    db.delete(users).where(and(eq(users.id, caller.userId), live)).returning({ id: users.id }),
+    db
+      .delete(users)
+      .where(and(eq(users.id, caller.userId), live))
+      .returning({ id: users.id }),
   ]);
   const deleted = results.at(-1);
   return Array.isArray(deleted) && deleted.length > 0;
@@ -102,12 +121,11 @@ export function newAccount(db: Database, account: NewAccount, now: number) {
     }),
   );
   // The row is built from the table's own columns, which the compiler cannot follow: it is every column, in order.
-  const select = db.select(row).from(sql`(SELECT 1)`).where(sql`NOT ${reserved(account.email, now)}`) as unknown as SQLiteInsertSelectQueryBuilder<typeof users>;
-  return db
-    .insert(users)
-    .select(select)
-    .onConflictDoNothing({ target: users.email })
-    .returning({ id: users.id });
+  const select = db
+    .select(row)
+    .from(sql`(SELECT 1)`)
+    .where(sql`NOT ${reserved(account.email, now)}`) as unknown as SQLiteInsertSelectQueryBuilder<typeof users>;
+  return db.insert(users).select(select).onConflictDoNothing({ target: users.email }).returning({ id: users.id });
 }
 
 /** Whether another account holds `email`, or has it reserved (any account but `except`). */
@@ -136,7 +154,11 @@ export interface EmailSwitch {
  * it did, every other session and every other code of the account ends, and the old address gets its
  * undo; this code is used up either way. False when nothing switched.
  */
-export async function switchEmail(db: Database, { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch, now: number): Promise<boolean> {
+export async function switchEmail(
+  db: Database,
+  { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch,
+  now: number,
+): Promise<boolean> {
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail}) AND NOT ${reserved(newEmail, now, caller.userId)}`;
   const switched = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
   const stillIssued = codeStillIssued(caller.userId, "change_email", code);
@@ -148,9 +170,21 @@ export async function switchEmail(db: Database, { caller, oldEmail, newEmail, co
       .returning({ id: users.id }),
     endOtherSessions(db, caller, switched),
     // Codes mailed to the old address (a password reset, say) must not act on the account any more.
-    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switched)),
+    db
+      .delete(oneTimeCodes)
+      .where(and(eq(oneTimeCodes.userId, caller.userId), ne(oneTimeCodes.purpose, "change_email"), switched)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, caller.userId), switched)),
-    storeRevert(db, { tokenHash: revertTokenHash, userId: caller.userId, oldEmail, createdAt: now, expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS }, switched),
+    storeRevert(
+      db,
+      {
+        tokenHash: revertTokenHash,
+        userId: caller.userId,
+        oldEmail,
+        createdAt: now,
+        expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS,
+      },
+      switched,
+    ),
     deleteCode(db, caller.userId, "change_email", code),
   ]);
   return done.length > 0;
@@ -177,22 +211,31 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
  * row of the token. The address goes back only while no other account holds it (none can register it
  * while the token lives: it is reserved); the password is cleared (the phisher knows it), every session
  * ends, the codes mailed to the address being undone die, and every second factor and passkey added since
- * the change goes (a thief's TOTP must not keep the owner out, nor their passkey sign in). This token and those of later changes are used up;
- * an earlier change's token stays good, so a thief who chains changes cannot void the owner's. Answers
- * the restored account and the address it was taken from, or whether the token was live (its address is
- * held by another account after all).
+ * the change goes (a thief's TOTP must not keep the owner out, nor their passkey sign in). This token and those of
+ * later changes are used up; an earlier change's token stays good, so a thief who chains changes cannot void the
+ * owner's. Answers the restored account and the address it was taken from, or whether the token was live (its address
+ * is held by another account after all).
  */
 export async function revertEmailChange(db: Database, tokenHash: string, now: number) {
   const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
-  const ofToken = (column: typeof emailChangeReverts.userId | typeof emailChangeReverts.oldEmail | typeof emailChangeReverts.createdAt) =>
-    sql`(SELECT ${column} FROM ${emailChangeReverts} WHERE ${live})`;
-  const [userId, oldEmail, changedAt] = [ofToken(emailChangeReverts.userId), ofToken(emailChangeReverts.oldEmail), ofToken(emailChangeReverts.createdAt)];
+  const ofToken = (
+    column: typeof emailChangeReverts.userId | typeof emailChangeReverts.oldEmail | typeof emailChangeReverts.createdAt,
+  ) => sql`(SELECT ${column} FROM ${emailChangeReverts} WHERE ${live})`;
+  const [userId, oldEmail, changedAt] = [
+    ofToken(emailChangeReverts.userId),
+    ofToken(emailChangeReverts.oldEmail),
+    ofToken(emailChangeReverts.createdAt),
+  ];
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
   // True once the account holds the old address again, which the second statement just made so.
   const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
   // Read first, in the same transaction: whether the token is live, and the address the account has now.
   const [[token], [restored]] = await db.batch([
-    db.select({ takenFrom: users.email }).from(emailChangeReverts).innerJoin(users, eq(users.id, emailChangeReverts.userId)).where(live),
+    db
+      .select({ takenFrom: users.email })
+      .from(emailChangeReverts)
+      .innerJoin(users, eq(users.id, emailChangeReverts.userId))
+      .where(live),
     db
       .update(users)
       .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
@@ -205,7 +248,9 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
     ...removeFactorsAddedSince(db, userId, changedAt, reverted),
     removePasskeysAddedSince(db, userId, changedAt, reverted),
     // This token and any later change's: an earlier change's token still undoes that one.
-    db.delete(emailChangeReverts).where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
+    db
+      .delete(emailChangeReverts)
+      .where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
   ]);
   // Not restored with a live token: another account holds the old address (nothing was written).
   return { restored: restored && token && { ...restored, takenFrom: token.takenFrom }, stillLive: token !== undefined };

@@ -45,7 +45,13 @@ function lockingCounterSql(failures: AnyColumn, lockedUntil: AnyColumn, limit: n
  * which is what a successful login may release (see releaseLogin).
  */
 export function claimLogin(db: Database, email: string, now: number) {
-  const { setWhere, ...set } = lockingCounterSql(loginFailures.failures, loginFailures.lockedUntil, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS, now);
+  const { setWhere, ...set } = lockingCounterSql(
+    loginFailures.failures,
+    loginFailures.lockedUntil,
+    LOGIN_FAILURES_BEFORE_LOCK,
+    LOGIN_LOCK_MS,
+    now,
+  );
   return db
     .insert(loginFailures)
     .values({ email, failures: 1, lockedUntil: 0, lastAttemptAt: now })
@@ -74,12 +80,16 @@ export function claimDeviceLogin(db: Database, deviceId: string, now: number) {
  * concurrent attempt since) is in place; that lock stays for its whole period.
  */
 export function releaseLogin(db: Database, email: string, claimedLock: number) {
-  return db.delete(loginFailures).where(and(eq(loginFailures.email, email), eq(loginFailures.lockedUntil, claimedLock)));
+  return db
+    .delete(loginFailures)
+    .where(and(eq(loginFailures.email, email), eq(loginFailures.lockedUntil, claimedLock)));
 }
 
 /** releaseLogin for a device's own run of attempts. */
 export function releaseDeviceLogin(db: Database, deviceId: string, claimedLock: number) {
-  return db.delete(deviceLoginFailures).where(and(eq(deviceLoginFailures.deviceId, deviceId), eq(deviceLoginFailures.lockedUntil, claimedLock)));
+  return db
+    .delete(deviceLoginFailures)
+    .where(and(eq(deviceLoginFailures.deviceId, deviceId), eq(deviceLoginFailures.lockedUntil, claimedLock)));
 }
 
 /**
@@ -91,14 +101,20 @@ export function loginCounter(db: Database, email: string, deviceId: string | und
   if (deviceId === undefined) {
     return {
       claim: claimLogin(db, email, now),
-      lock: db.select({ lockedUntil: loginFailures.lockedUntil }).from(loginFailures).where(eq(loginFailures.email, email)),
+      lock: db
+        .select({ lockedUntil: loginFailures.lockedUntil })
+        .from(loginFailures)
+        .where(eq(loginFailures.email, email)),
       lockMs: LOGIN_LOCK_MS,
       release: (claimedLock: number) => releaseLogin(db, email, claimedLock),
     };
   }
   return {
     claim: claimDeviceLogin(db, deviceId, now),
-    lock: db.select({ lockedUntil: deviceLoginFailures.lockedUntil }).from(deviceLoginFailures).where(eq(deviceLoginFailures.deviceId, deviceId)),
+    lock: db
+      .select({ lockedUntil: deviceLoginFailures.lockedUntil })
+      .from(deviceLoginFailures)
+      .where(eq(deviceLoginFailures.deviceId, deviceId)),
     lockMs: DEVICE_LOCK_MS,
     release: (claimedLock: number) => releaseDeviceLogin(db, deviceId, claimedLock),
   };

@@ -38,9 +38,24 @@ function windowsOf(config: Limits, audience: Audience, client: string) {
   ];
   if (audience === "unverified") {
     windows.push(
-      { budget: "unverified_hourly", name: "mails_unverified_hourly", limit: unverifiedShare(config.mailHourlyLimit), length: HOUR },
-      { budget: "unverified_daily", name: "mails_unverified_daily", limit: unverifiedShare(config.mailDailyLimit), length: DAY },
-      { budget: "unverified_client", name: `mails_unverified_client:${client}`, limit: config.mailUnverifiedClientHourlyLimit, length: HOUR },
+      {
+        budget: "unverified_hourly",
+        name: "mails_unverified_hourly",
+        limit: unverifiedShare(config.mailHourlyLimit),
+        length: HOUR,
+      },
+      {
+        budget: "unverified_daily",
+        name: "mails_unverified_daily",
+        limit: unverifiedShare(config.mailDailyLimit),
+        length: DAY,
+      },
+      {
+        budget: "unverified_client",
+        name: `mails_unverified_client:${client}`,
+        limit: config.mailUnverifiedClientHourlyLimit,
+        length: HOUR,
+      },
     );
   }
   return windows;
@@ -58,8 +73,15 @@ export async function claimMailBudget(
   const claims = await db.batch([first!, ...rest]);
   const refused = windows.filter((_, i) => claims[i]!.length === 0);
   if (refused.length === 0) return true;
-  const given = windows.flatMap((window, i) => (claims[i]![0] ? [releaseWindow(db, window.name, claims[i]![0].windowStart)] : []));
+  const given = windows.flatMap((window, i) =>
+    claims[i]![0] ? [releaseWindow(db, window.name, claims[i]![0].windowStart)] : [],
+  );
   if (given.length > 0) await db.batch([given[0]!, ...given.slice(1)]);
-  log.warn("mail_budget_exhausted", { kind: mail.kind, audience: mail.audience, budget: refused[0]!.budget, limit: refused[0]!.limit });
+  log.warn("mail_budget_exhausted", {
+    kind: mail.kind,
+    audience: mail.audience,
+    budget: refused[0]!.budget,
+    limit: refused[0]!.limit,
+  });
   return false;
 }

@@ -56,7 +56,12 @@ export function claimMail(db: Database, where: SQL | undefined, now: number) {
 export function claimResetMail(db: Database, email: string, client: string, claim: string, now: number) {
   // Read inside the upsert of the address's row of the same table: under a name of its own.
   const clientRow = alias(resetMailAllowances, "client_allowance");
-  const clientWindow = claimWindowSql(clientRow.windowStart, clientRow.mailsInWindow, RESET_MAILS_PER_CLIENT_PER_HOUR, now);
+  const clientWindow = claimWindowSql(
+    clientRow.windowStart,
+    clientRow.mailsInWindow,
+    RESET_MAILS_PER_CLIENT_PER_HOUR,
+    now,
+  );
   const clientHasRoom = sql`NOT EXISTS (SELECT 1 FROM ${resetMailAllowances} AS ${sql.identifier("client_allowance")} WHERE ${and(
     eq(clientRow.email, email),
     eq(clientRow.client, client),
@@ -113,7 +118,9 @@ export function resetMailAllowance(db: Database, email: string, client: string) 
       count: resetMailAllowances.mailsInWindow,
     })
     .from(resetMailAllowances)
-    .where(and(eq(resetMailAllowances.email, email), sql`${resetMailAllowances.client} IN (${WHOLE_ADDRESS}, ${client})`));
+    .where(
+      and(eq(resetMailAllowances.email, email), sql`${resetMailAllowances.client} IN (${WHOLE_ADDRESS}, ${client})`),
+    );
 }
 
 export type ResetMailSkipped = "client_cooldown" | "client_hourly_cap" | "address_hourly_cap";

@@ -33,8 +33,14 @@ export async function turnstileRefusal(c: Context<AppEnv>, bodyToken: string | u
       signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
     });
     const outcome: unknown = await answer.json();
-    if (typeof outcome === "object" && outcome !== null && "success" in outcome && outcome.success === true) return undefined;
-    c.var.log.warn("turnstile_refused", { errorCodes: typeof outcome === "object" && outcome !== null && "error-codes" in outcome ? outcome["error-codes"] : undefined });
+    if (typeof outcome === "object" && outcome !== null && "success" in outcome && outcome.success === true)
+      return undefined;
+    c.var.log.warn("turnstile_refused", {
+      errorCodes:
+        typeof outcome === "object" && outcome !== null && "error-codes" in outcome
+          ? outcome["error-codes"]
+          : undefined,
+    });
     return c.text(AuthMessage.turnstileFailed, 403);
   } catch (err) {
     // Fail closed: a check that cannot be made lets no one through, and says to try again.

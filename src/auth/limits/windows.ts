@@ -26,7 +26,13 @@ export function windowWait(window: Window, limit: number, now: number, length = 
  * One more event in a window, as SQL for a SET clause, and the condition that the window has room for it.
  * SQLite evaluates every SET expression against the row as it was, so both columns see the old start.
  */
-export function claimWindowSql(start: AnyColumn, count: AnyColumn, limit: number, now: number, length = HOUR): { start: SQL; count: SQL; hasRoom: SQL } {
+export function claimWindowSql(
+  start: AnyColumn,
+  count: AnyColumn,
+  limit: number,
+  now: number,
+  length = HOUR,
+): { start: SQL; count: SQL; hasRoom: SQL } {
   const expired = sql`${now} - ${start} >= ${length}`;
   return {
     start: sql`CASE WHEN ${expired} THEN ${now} ELSE ${start} END`,
@@ -41,13 +47,20 @@ export function claimWindow(db: Database, name: string, limit: number, now: numb
   return db
     .insert(deploymentWindows)
     .values({ name, windowStart: now, count: 1 })
-    .onConflictDoUpdate({ target: deploymentWindows.name, set: { windowStart: window.start, count: window.count }, setWhere: window.hasRoom })
+    .onConflictDoUpdate({
+      target: deploymentWindows.name,
+      set: { windowStart: window.start, count: window.count },
+      setWhere: window.hasRoom,
+    })
     .returning({ windowStart: deploymentWindows.windowStart });
 }
 
 /** The window `name` as it stands: to tell a refused claim how long to wait. */
 export function windowState(db: Database, name: string) {
-  return db.select({ start: deploymentWindows.windowStart, count: deploymentWindows.count }).from(deploymentWindows).where(eq(deploymentWindows.name, name));
+  return db
+    .select({ start: deploymentWindows.windowStart, count: deploymentWindows.count })
+    .from(deploymentWindows)
+    .where(eq(deploymentWindows.name, name));
 }
 
 /** Milliseconds until the window has room again (0 when it has, or no longer exists). */
@@ -67,7 +80,12 @@ export function releaseWindow(db: Database, name: string, windowStart: number) {
  * Claims a slot of the window `name` and reads it in one round trip: the claimed window's start, or how
  * long to wait when it has no room.
  */
-export async function claimSlot(db: Database, name: string, limit: number, now: number): Promise<{ windowStart: number } | { waitMs: number }> {
+export async function claimSlot(
+  db: Database,
+  name: string,
+  limit: number,
+  now: number,
+): Promise<{ windowStart: number } | { waitMs: number }> {
   const [[slot], [state]] = await db.batch([claimWindow(db, name, limit, now), windowState(db, name)]);
   return slot ?? { waitMs: waitFor(state, limit, now) };
 }

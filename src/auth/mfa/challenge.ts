@@ -26,16 +26,25 @@ export interface Challenged {
   provider: string | null;
 }
 
-/** A new challenge for `challenged`: the token to answer, and the statement that stores it (batch it with what the first step releases). */
+/**
+ * A new challenge for `challenged`: the token to answer, and the statement that stores it (batch it with what the first
+ * step releases).
+ */
 export async function newChallenge(db: Database, challenged: Challenged, now: number) {
   const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
-  const statement = db.insert(mfaChallenges).values({ tokenHash: await sha256Hex(token), ...challenged, expiresAt: now + MFA_TOKEN_TTL_MS });
+  const statement = db
+    .insert(mfaChallenges)
+    .values({ tokenHash: await sha256Hex(token), ...challenged, expiresAt: now + MFA_TOKEN_TTL_MS });
   return { token, statement };
 }
 
-const live = (tokenHash: string, now: number) => and(eq(mfaChallenges.tokenHash, tokenHash), eq(mfaChallenges.used, false), gt(mfaChallenges.expiresAt, now));
+const live = (tokenHash: string, now: number) =>
+  and(eq(mfaChallenges.tokenHash, tokenHash), eq(mfaChallenges.used, false), gt(mfaChallenges.expiresAt, now));
 
-/** Claims one try of the challenge before its code is looked at: what it holds, or undefined when it is unknown, used, expired or out of tries. */
+/**
+ * Claims one try of the challenge before its code is looked at: what it holds, or undefined when it is unknown, used,
+ * expired or out of tries.
+ */
 export async function claimChallengeTry(db: Database, tokenHash: string, now: number): Promise<Challenged | undefined> {
   const [tried] = await db
     .update(mfaChallenges)
@@ -53,7 +62,11 @@ export async function claimChallengeTry(db: Database, tokenHash: string, now: nu
 
 /** Uses the challenge up: true for the one request that did; a concurrent one that also passed its check gets false. */
 export async function useChallenge(db: Database, tokenHash: string, now: number): Promise<boolean> {
-  const [used] = await db.update(mfaChallenges).set({ used: true }).where(live(tokenHash, now)).returning({ userId: mfaChallenges.userId });
+  const [used] = await db
+    .update(mfaChallenges)
+    .set({ used: true })
+    .where(live(tokenHash, now))
+    .returning({ userId: mfaChallenges.userId });
   return used !== undefined;
 }
 

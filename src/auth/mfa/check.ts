@@ -1,6 +1,13 @@
 import type { AppEnv } from "../../types";
 import { mailerOf, sendMfaGuessingNotice, sendRecoveryCodeUsedNotice } from "../mails";
-import { acceptCode, claimCodeTry, claimFullWindowNotice, giveBackCodeTry, WRONG_CODES_PER_HOUR, type Factor } from "./factor";
+import {
+  acceptCode,
+  claimCodeTry,
+  claimFullWindowNotice,
+  giveBackCodeTry,
+  WRONG_CODES_PER_HOUR,
+  type Factor,
+} from "./factor";
 import { useRecoveryCode } from "./recovery-codes";
 
 /**
@@ -21,33 +28,52 @@ export async function checkSecondFactor(
   factor: Factor,
   typed: { code: string } | { recoveryCode: string },
 ): Promise<SecondFactorCheck> {
-  return "code" in typed ? checkTotp(vars, account, factor, typed.code) : checkRecoveryCode(vars, account, typed.recoveryCode);
+  return "code" in typed
+    ? checkTotp(vars, account, factor, typed.code)
+    : checkRecoveryCode(vars, account, typed.recoveryCode);
 }
 
-async function checkTotp(vars: RequestVars, account: { id: number; email: string }, factor: Factor, code: string): Promise<SecondFactorCheck> {
+async function checkTotp(
+  vars: RequestVars,
+  account: { id: number; email: string },
+  factor: Factor,
+  code: string,
+): Promise<SecondFactorCheck> {
   const { config, db, log } = vars;
   const now = Date.now();
   const claim = await claimCodeTry(db, account.id, now);
   if ("waitMs" in claim) return { capped: claim.waitMs };
   const outcome = await acceptCode(db, config, account.id, factor, code, now);
-  // Only a wrong code counts: a right one, or one of a step already used (it takes the authenticator), gives its try back.
+  // Only a wrong code counts: a right one, or one of a step already used (it takes the authenticator), gives its try
+  // back.
   if (outcome !== "wrong") await giveBackCodeTry(db, account.id, claim.windowStart);
   if (outcome === "accepted") return { proven: "otp" };
-  if (outcome === "wrong" && claim.count >= WRONG_CODES_PER_HOUR && (await claimFullWindowNotice(db, account.id, claim.windowStart))) {
+  if (
+    outcome === "wrong" &&
+    claim.count >= WRONG_CODES_PER_HOUR &&
+    (await claimFullWindowNotice(db, account.id, claim.windowStart))
+  ) {
     log.warn("mfa_codes_capped", { userId: account.id });
     await sendMfaGuessingNotice(mailerOf(vars), account.email);
   }
   return { refused: outcome };
 }
 
-async function checkRecoveryCode(vars: RequestVars, account: { id: number; email: string }, typed: string): Promise<SecondFactorCheck> {
+async function checkRecoveryCode(
+  vars: RequestVars,
+  account: { id: number; email: string },
+  typed: string,
+): Promise<SecondFactorCheck> {
   const left = await useRecoveryCode(vars.db, account.id, typed);
   if (left === undefined) return { refused: "wrong" };
   await sendRecoveryCodeUsedNotice(mailerOf(vars), account.email, left);
   return { proven: "rec" };
 }
 
-/** A code typed where either kind is taken (a step-up's `code`): six digits are a TOTP code, anything else a recovery code. */
+/**
+ * A code typed where either kind is taken (a step-up's `code`): six digits are a TOTP code, anything else a recovery
+ * code.
+ */
 export function typedCode(code: string): { code: string } | { recoveryCode: string } {
   return /^\s*\d{6}\s*$/.test(code) ? { code } : { recoveryCode: code };
 }

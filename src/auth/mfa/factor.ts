@@ -13,7 +13,10 @@ import { claimWindowSql, windowWait } from "../limits/windows";
  * read before it. See docs/mfa.md.
  */
 
-/** A second factor as an account holds it: its kind, its state, its secret sealed at rest, and the last step it accepted. */
+/**
+ * A second factor as an account holds it: its kind, its state, its secret sealed at rest, and the last step it
+ * accepted.
+ */
 export type Factor = { kind: "totp"; status: "pending" | "active"; sealedSecret: string; lastUsedStep: number };
 
 /**
@@ -75,7 +78,14 @@ export type CodeOutcome = "accepted" | "wrong" | "reused";
  * code, and any code of an earlier step, is never accepted twice, not even by concurrent requests. A
  * pending factor becomes active with its first code.
  */
-export async function acceptCode(db: Database, config: Pick<Config, "mfaKeys">, userId: number, factor: Factor, code: string, now: number): Promise<CodeOutcome> {
+export async function acceptCode(
+  db: Database,
+  config: Pick<Config, "mfaKeys">,
+  userId: number,
+  factor: Factor,
+  code: string,
+  now: number,
+): Promise<CodeOutcome> {
   const secret = await open(factor.sealedSecret, config.mfaKeys);
   const step = secret && (await matchingStep(secret, code.trim(), now));
   if (!secret || step === undefined) return "wrong";
@@ -95,7 +105,11 @@ export async function acceptCode(db: Database, config: Pick<Config, "mfaKeys">, 
  * Claims one try at the account's active factor in its hourly window of wrong codes, before the code is
  * checked (one conditional UPDATE): the window as the claim left it, or how long it is full.
  */
-export async function claimCodeTry(db: Database, userId: number, now: number): Promise<{ windowStart: number; count: number } | { waitMs: number }> {
+export async function claimCodeTry(
+  db: Database,
+  userId: number,
+  now: number,
+): Promise<{ windowStart: number; count: number } | { waitMs: number }> {
   const window = claimWindowSql(mfaFactors.wrongWindowStart, mfaFactors.wrongInWindow, WRONG_CODES_PER_HOUR, now);
   const active = and(ofTotp(userId), eq(mfaFactors.status, "active"));
   const [[claimed], [state]] = await db.batch([
@@ -154,17 +168,32 @@ export function removeFactorsAddedSince(db: Database, userId: number | SQL, sinc
     db.delete(mfaFactors).where(and(eq(mfaFactors.userId, userId), gt(mfaFactors.createdAt, since), condition)),
     db
       .delete(mfaRecoveryCodes)
-      .where(and(eq(mfaRecoveryCodes.userId, userId), sql`NOT EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${eq(mfaFactors.userId, userId)})`, condition)),
+      .where(
+        and(
+          eq(mfaRecoveryCodes.userId, userId),
+          sql`NOT EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${eq(mfaFactors.userId, userId)})`,
+          condition,
+        ),
+      ),
   ] as const;
 }
 
 /** The statement that removes every factor of the account, and its recovery codes: for a batch. */
 export function removeFactors(db: Database, userId: number) {
-  return [db.delete(mfaFactors).where(eq(mfaFactors.userId, userId)), db.delete(mfaRecoveryCodes).where(eq(mfaRecoveryCodes.userId, userId))] as const;
+  return [
+    db.delete(mfaFactors).where(eq(mfaFactors.userId, userId)),
+    db.delete(mfaRecoveryCodes).where(eq(mfaRecoveryCodes.userId, userId)),
+  ] as const;
 }
 
 /** The account's address and factor, by id: what the login's second step checks the code against. */
-export async function accountFactor(db: Database, userId: number): Promise<{ email: string; factor: Factor | undefined } | undefined> {
-  const [row] = await db.select({ email: users.email, ...factorFields }).from(users).where(eq(users.id, userId));
+export async function accountFactor(
+  db: Database,
+  userId: number,
+): Promise<{ email: string; factor: Factor | undefined } | undefined> {
+  const [row] = await db
+    .select({ email: users.email, ...factorFields })
+    .from(users)
+    .where(eq(users.id, userId));
   return row && { email: row.email, factor: factorOf(row) };
 }

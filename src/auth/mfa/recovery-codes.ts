@@ -18,23 +18,24 @@ const RECOVERY_CODE_CHARS = 20;
 /** Ten new recovery codes, as shown once to the user (`XXXXX-XXXXX-XXXXX-XXXXX`). */
 export function newRecoveryCodes(): string[] {
   return Array.from({ length: RECOVERY_CODE_COUNT }, () => {
-    const chars = Array.from(crypto.getRandomValues(new Uint8Array(RECOVERY_CODE_CHARS)), (byte) => CROCKFORD[byte & 31]).join("");
+    const chars = Array.from(
+      crypto.getRandomValues(new Uint8Array(RECOVERY_CODE_CHARS)),
+      (byte) => CROCKFORD[byte & 31],
+    ).join("");
     return chars.match(/.{5}/g)!.join("-");
   });
 }
 
 /** A recovery code as typed, in the one form it is stored in: case, dashes, spaces and look-alikes forgiven. */
 export function normalizeRecoveryCode(typed: string): string {
-  return typed
-    .toUpperCase()
-    .replace(/[\s-]/g, "")
-    .replace(/O/g, "0")
-    .replace(/[IL]/g, "1");
+  return typed.toUpperCase().replace(/[\s-]/g, "").replace(/O/g, "0").replace(/[IL]/g, "1");
 }
 
 const recoveryCodeHash = (typed: string) => sha256Hex(normalizeRecoveryCode(typed));
 
-/** Uses up a recovery code of the account (one conditional DELETE); the number left, or undefined when it was not one. */
+/**
+ * Uses up a recovery code of the account (one conditional DELETE); the number left, or undefined when it was not one.
+ */
 export async function useRecoveryCode(db: Database, userId: number, typed: string): Promise<number | undefined> {
   const [[used], [left]] = await db.batch([
     db
@@ -47,7 +48,12 @@ export async function useRecoveryCode(db: Database, userId: number, typed: strin
 }
 
 /** Stores a new set of recovery codes (as hashes), the old set gone, in one transaction with `alongside`. */
-export async function replaceRecoveryCodes(db: Database, userId: number, codes: string[], alongside: BatchItem<"sqlite">[] = []): Promise<void> {
+export async function replaceRecoveryCodes(
+  db: Database,
+  userId: number,
+  codes: string[],
+  alongside: BatchItem<"sqlite">[] = [],
+): Promise<void> {
   const hashes = await Promise.all(codes.map(recoveryCodeHash));
   await db.batch([
     db.delete(mfaRecoveryCodes).where(eq(mfaRecoveryCodes.userId, userId)),

@@ -22,11 +22,25 @@ const recoveryCodesAnswer = (description: string) =>
   json(description, {
     type: "object",
     required: ["recovery_codes"],
-    properties: { recovery_codes: { type: "array", items: { type: "string" }, minItems: RECOVERY_CODE_COUNT, maxItems: RECOVERY_CODE_COUNT } },
+    properties: {
+      recovery_codes: {
+        type: "array",
+        items: { type: "string" },
+        minItems: RECOVERY_CODE_COUNT,
+        maxItems: RECOVERY_CODE_COUNT,
+      },
+    },
   });
-const wrongCode = text("Wrong code, or an invalid access token", AuthMessage.invalidMfaCode, AuthMessage.invalidAccessToken);
+const wrongCode = text(
+  "Wrong code, or an invalid access token",
+  AuthMessage.invalidMfaCode,
+  AuthMessage.invalidAccessToken,
+);
 
-/** Two-factor authentication with TOTP (RFC 6238) and recovery codes: turning it on and off, and the login's second step. See docs/mfa.md. */
+/**
+ * Two-factor authentication with TOTP (RFC 6238) and recovery codes: turning it on and off, and the login's second
+ * step. See docs/mfa.md.
+ */
 export const mfaRoutes = new Hono<AppEnv>()
   .post(
     "/mfa/totp",
@@ -43,7 +57,12 @@ export const mfaRoutes = new Hono<AppEnv>()
           required: ["secret", "otpauth_uri"],
           properties: { secret: { type: "string", description: "Base32, 160 bits" }, otpauth_uri: { type: "string" } },
         }),
-        "400": text("Missing or malformed password", AuthMessage.passwordRequired, AuthMessage.passwordString, ...badJson),
+        "400": text(
+          "Missing or malformed password",
+          AuthMessage.passwordRequired,
+          AuthMessage.passwordString,
+          ...badJson,
+        ),
         "401": text(
           "Wrong password, or an invalid access token; for an account without a password, a session opened more than 10 minutes ago",
           AuthMessage.wrongPassword,
@@ -58,13 +77,20 @@ export const mfaRoutes = new Hono<AppEnv>()
     jsonBody(EnrolTotpBody),
     async (c) => {
       const { password } = c.req.valid("json");
-      const confirmed = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired } });
+      const confirmed = await reauthenticate(c, {
+        password: { value: password, missing: AuthMessage.passwordRequired },
+      });
       if ("refused" in confirmed) return confirmed.refused;
       const secret = newTotpSecret();
-      if (!(await enrolPending(c.var.db, confirmed.account.id, await seal(secret, c.var.config.mfaKeys[0]!), Date.now()))) {
+      if (
+        !(await enrolPending(c.var.db, confirmed.account.id, await seal(secret, c.var.config.mfaKeys[0]!), Date.now()))
+      ) {
         return c.text(AuthMessage.mfaAlreadyActive, 409);
       }
-      return c.json({ secret: base32Encode(secret), otpauth_uri: otpauthUri(APP_NAME, confirmed.account.email, secret) }, 200);
+      return c.json(
+        { secret: base32Encode(secret), otpauth_uri: otpauthUri(APP_NAME, confirmed.account.email, secret) },
+        200,
+      );
     },
   )
 
@@ -79,7 +105,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       requestExample: { code: "123456" },
       responses: {
         "200": recoveryCodesAnswer("On"),
-        "400": text("Missing or malformed code, or no enrolment pending", AuthMessage.codeRequired, AuthMessage.codeString, AuthMessage.noPendingFactor, ...badJson),
+        "400": text(
+          "Missing or malformed code, or no enrolment pending",
+          AuthMessage.codeRequired,
+          AuthMessage.codeString,
+          AuthMessage.noPendingFactor,
+          ...badJson,
+        ),
         "401": wrongCode,
         ...accountErrors,
       },
@@ -95,7 +127,8 @@ export const mfaRoutes = new Hono<AppEnv>()
       if (account.factor?.status !== "pending") return c.text(AuthMessage.noPendingFactor, 400);
       // The pending factor becomes active with the confirming code's step claimed (never usable again).
       const outcome = await acceptCode(db, config, account.id, account.factor, code, Date.now());
-      if (outcome !== "accepted") return c.text(outcome === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
+      if (outcome !== "accepted")
+        return c.text(outcome === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
       const codes = newRecoveryCodes();
       // Sessions opened before the factor was on never passed it: they end (the caller's goes on).
       await replaceRecoveryCodes(db, account.id, codes, [endOtherSessions(db, c.var.caller)]);
@@ -117,7 +150,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       requestExample: { code: "123456" },
       responses: {
         "200": recoveryCodesAnswer("The new codes"),
-        "400": text("Missing or malformed code", AuthMessage.codeRequired, AuthMessage.codeString, AuthMessage.mfaNotActive, ...badJson),
+        "400": text(
+          "Missing or malformed code",
+          AuthMessage.codeRequired,
+          AuthMessage.codeString,
+          AuthMessage.mfaNotActive,
+          ...badJson,
+        ),
         "401": wrongCode,
         ...accountErrors,
       },
@@ -141,12 +180,26 @@ export const mfaRoutes = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "Turn two-factor authentication off",
-      description: "Needs the password and a current code (or a recovery code). The factor and its recovery codes go, every other session ends, a notice is mailed.",
+      description:
+        "Needs the password and a current code (or a recovery code). The factor and its recovery codes go, every other session ends, a notice is mailed.",
       requestExample: { password: "correct horse battery", code: "123456" },
       responses: {
         "204": { description: "Off" },
-        "400": text("Missing or malformed fields, or two-factor authentication is not on", AuthMessage.passwordRequired, AuthMessage.passwordString, AuthMessage.codeRequired, AuthMessage.codeString, AuthMessage.mfaNotActive, ...badJson),
-        "401": text("Wrong password or code, or an invalid access token", AuthMessage.wrongPassword, AuthMessage.invalidMfaCode, AuthMessage.invalidAccessToken),
+        "400": text(
+          "Missing or malformed fields, or two-factor authentication is not on",
+          AuthMessage.passwordRequired,
+          AuthMessage.passwordString,
+          AuthMessage.codeRequired,
+          AuthMessage.codeString,
+          AuthMessage.mfaNotActive,
+          ...badJson,
+        ),
+        "401": text(
+          "Wrong password or code, or an invalid access token",
+          AuthMessage.wrongPassword,
+          AuthMessage.invalidMfaCode,
+          AuthMessage.invalidAccessToken,
+        ),
         ...accountErrors,
       },
     }),
@@ -155,10 +208,17 @@ export const mfaRoutes = new Hono<AppEnv>()
     async (c) => {
       const { password, code } = c.req.valid("json");
       const { db, log, caller } = c.var;
-      const check = await reauthenticate(c, { password: { value: password, missing: AuthMessage.passwordRequired }, code: { value: code } });
+      const check = await reauthenticate(c, {
+        password: { value: password, missing: AuthMessage.passwordRequired },
+        code: { value: code },
+      });
       if ("refused" in check) return check.refused;
       if (!isActive(check.account.factor)) return c.text(AuthMessage.mfaNotActive, 400);
-      await db.batch([...removeFactors(db, caller.userId), dropChallenges(db, caller.userId), endOtherSessions(db, caller)]);
+      await db.batch([
+        ...removeFactors(db, caller.userId),
+        dropChallenges(db, caller.userId),
+        endOtherSessions(db, caller),
+      ]);
       log.info("mfa_disabled", { userId: caller.userId });
       c.var.sessionsEnded(caller.userId);
       await sendMfaDisabledNotice(mailerOf(c.var), check.account.email);

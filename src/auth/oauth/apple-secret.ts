@@ -17,7 +17,12 @@ type AppleSecret = Extract<ClientSecret, { kind: "apple" }>;
 
 const signed = new Map<string, { jwt: string; expiresAt: number }>();
 
-export async function appleClientSecret(clientId: string, audience: string, secret: AppleSecret, now: number): Promise<string> {
+export async function appleClientSecret(
+  clientId: string,
+  audience: string,
+  secret: AppleSecret,
+  now: number,
+): Promise<string> {
   const id = [clientId, audience, secret.teamId, secret.keyId, secret.privateKey].join("\n");
   const cached = signed.get(id);
   if (cached && cached.expiresAt - now > APPLE_CLIENT_SECRET_RENEW_MS) return cached.jwt;

@@ -10,7 +10,10 @@ import type { OAuthRefusalJson } from "../shapes";
 import type { Refusal } from "./resolve";
 import type { SignInAccount } from "./store";
 
-/** What the social sign-in routes share: the provider of the path, the proof they hand the gate, their documented answers. */
+/**
+ * What the social sign-in routes share: the provider of the path, the proof they hand the gate, their documented
+ * answers.
+ */
 
 /** The social sign-in settings, when they are usable (knownProvider answers the 503 when they are not). */
 export function oauthSettings(c: Context<AppEnv>): OAuthConfig | undefined {
@@ -72,9 +75,12 @@ export const providerParam = {
 
 /** The answers a social sign-in gives like a login: the tokens, or the second-factor challenge. */
 export const signInAnswers = {
-  "200": json("Signed in, exactly like POST /auth/login; or, for an account with two-factor authentication, the challenge to answer at POST /auth/mfa/verify", {
-    oneOf: [ref("Login"), ref("MfaChallenge")],
-  }),
+  "200": json(
+    "Signed in, exactly like POST /auth/login; or, for an account with two-factor authentication, the challenge to answer at POST /auth/mfa/verify",
+    {
+      oneOf: [ref("Login"), ref("MfaChallenge")],
+    },
+  ),
   ...accountErrors,
 };
 

@@ -17,7 +17,11 @@ interface GitHubEmail {
 
 async function api(provider: OAuthProvider, path: string, accessToken: string): Promise<unknown> {
   const response = await fetch(`${provider.apiUrl}${path}`, {
-    headers: { Authorization: `Bearer ${accessToken}`, Accept: "application/vnd.github+json", "User-Agent": "notes-api" },
+    headers: {
+      Authorization: `Bearer ${accessToken}`,
+      Accept: "application/vnd.github+json",
+      "User-Agent": "notes-api",
+    },
     signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS),
   }).catch((err: unknown) => {
     throw new ProviderUnavailable(`GitHub ${path}: ${String(err)}`);
@@ -27,12 +31,25 @@ async function api(provider: OAuthProvider, path: string, accessToken: string): 
 }
 
 function isEmail(value: unknown): value is GitHubEmail {
-  return typeof value === "object" && value !== null && "email" in value && typeof value.email === "string" && "primary" in value && "verified" in value;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "email" in value &&
+    typeof value.email === "string" &&
+    "primary" in value &&
+    "verified" in value
+  );
 }
 
 /** The identity behind a GitHub access token; undefined when GitHub's answers are not what its API documents. */
-export async function githubIdentity(provider: OAuthProvider, accessToken: string): Promise<ProviderIdentity | undefined> {
-  const [user, emails] = await Promise.all([api(provider, "/user", accessToken), api(provider, "/user/emails", accessToken)]);
+export async function githubIdentity(
+  provider: OAuthProvider,
+  accessToken: string,
+): Promise<ProviderIdentity | undefined> {
+  const [user, emails] = await Promise.all([
+    api(provider, "/user", accessToken),
+    api(provider, "/user/emails", accessToken),
+  ]);
   const id = typeof user === "object" && user !== null && "id" in user ? user.id : undefined;
   if (!Number.isSafeInteger(id) || !Array.isArray(emails)) return undefined;
   const primary = emails.filter(isEmail).find((entry) => entry.primary);

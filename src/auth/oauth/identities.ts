@@ -7,7 +7,10 @@ import { bearer, bearerErrors } from "../openapi";
 import { providerParam } from "./common";
 import { unlinkIdentity } from "./store";
 
-/** The caller's linked identities: GET /auth/me lists them; this unlinks one, never the account's last way in (store.otherWayIn). */
+/**
+ * The caller's linked identities: GET /auth/me lists them; this unlinks one, never the account's last way in
+ * (store.otherWayIn).
+ */
 export const identityRoutes = new Hono<AppEnv>().delete(
   "/identities/:provider",
   describeRoute({

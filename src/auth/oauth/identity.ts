@@ -19,7 +19,18 @@ export interface ProviderIdentity {
 }
 
 /** id_tokens are signed with one of these (Google and Apple use RS256); never `none` or a shared-secret HS*. */
-export const ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+export const ID_TOKEN_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+];
 /** Clocks may differ by this much (seconds) when `exp` and `iat` are checked. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
 

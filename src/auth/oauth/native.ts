@@ -5,7 +5,17 @@ import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { IdTokenBody } from "./schemas";
 import { passGate } from "../session/gate";
-import { fedProof, knownProvider, oauthOperation, providerOf, providerDown, providerParam, refusalAnswer, signInAnswers, unknownProviderAnswer } from "./common";
+import {
+  fedProof,
+  knownProvider,
+  oauthOperation,
+  providerOf,
+  providerDown,
+  providerParam,
+  refusalAnswer,
+  signInAnswers,
+  unknownProviderAnswer,
+} from "./common";
 import { appNonce, identityOfIdToken } from "./identity";
 import { authorizationServer, ProviderUnavailable } from "./providers";
 import { resolveAccount } from "./resolve";
@@ -13,7 +23,9 @@ import { resolveAccount } from "./resolve";
 /** A JSON refusal of the native flow, with its one body as the example. */
 const refusalDoc = (description: string, error: string, errorDescription: string) => ({
   ...json(`${description} (\`${error}\`)`, ref("OAuthRefusal")),
-  content: { "application/json": { schema: ref("OAuthRefusal"), example: { error, error_description: errorDescription } } },
+  content: {
+    "application/json": { schema: ref("OAuthRefusal"), example: { error, error_description: errorDescription } },
+  },
 });
 
 /**
@@ -35,10 +47,26 @@ export const nativeFlow = new Hono<AppEnv>().post(
     responses: {
       ...signInAnswers,
       "400": text("Missing or malformed fields", AuthMessage.idTokenRequired, AuthMessage.idTokenStrings, ...badJson),
-      "401": text("A bad signature, another issuer or audience, an expired token, or a nonce that does not match", AuthMessage.invalidIdToken, AuthMessage.nonceMismatch),
-      "403": refusalDoc("The provider does not vouch for the address: no account was made or linked", "email_not_verified", AuthMessage.emailNotVouched),
-      "404": text("Not one of OAUTH_PROVIDERS, or a provider without id_tokens (GitHub)", AuthMessage.unknownProvider, AuthMessage.noIdTokens),
-      "409": refusalDoc("The address is reserved, or its account has another identity of this provider", "account_conflict", AuthMessage.accountConflict),
+      "401": text(
+        "A bad signature, another issuer or audience, an expired token, or a nonce that does not match",
+        AuthMessage.invalidIdToken,
+        AuthMessage.nonceMismatch,
+      ),
+      "403": refusalDoc(
+        "The provider does not vouch for the address: no account was made or linked",
+        "email_not_verified",
+        AuthMessage.emailNotVouched,
+      ),
+      "404": text(
+        "Not one of OAUTH_PROVIDERS, or a provider without id_tokens (GitHub)",
+        AuthMessage.unknownProvider,
+        AuthMessage.noIdTokens,
+      ),
+      "409": refusalDoc(
+        "The address is reserved, or its account has another identity of this provider",
+        "account_conflict",
+        AuthMessage.accountConflict,
+      ),
       ...providerDown,
     },
   }),
@@ -52,7 +80,10 @@ export const nativeFlow = new Hono<AppEnv>().post(
     const { id_token: token, nonce } = c.req.valid("json");
     try {
       const server = await authorizationServer(provider);
-      const verified = await identityOfIdToken(provider, server, token, { audiences: [provider.clientId, ...provider.audiences], nonce: appNonce(nonce) });
+      const verified = await identityOfIdToken(provider, server, token, {
+        audiences: [provider.clientId, ...provider.audiences],
+        nonce: appNonce(nonce),
+      });
       if ("refused" in verified) {
         log.warn("oauth_id_token_refused", { provider: provider.name, reason: verified.refused });
         return c.text(verified.refused === "nonce" ? AuthMessage.nonceMismatch : AuthMessage.invalidIdToken, 401);

@@ -15,7 +15,10 @@ import { appleClientSecret } from "./apple-secret";
 export const PROVIDER_TIMEOUT_MS = 10 * SECOND;
 /** A discovery document is used this long before it is fetched again. */
 export const DISCOVERY_TTL_MS = HOUR;
-/** A key set is used this long before it is fetched again, and fetched again early for an unknown key at most this often. */
+/**
+ * A key set is used this long before it is fetched again, and fetched again early for an unknown key at most this
+ * often.
+ */
 export const JWKS_TTL_MS = 10 * MINUTE;
 export const JWKS_REFETCH_MS = 30 * SECOND;
 
@@ -24,7 +27,10 @@ export class ProviderUnavailable extends Error {
   override name = "ProviderUnavailable";
 }
 
-/** oauth4webapi's request options for a provider: plain http is allowed only for a loopback issuer (config.ts checked it). */
+/**
+ * oauth4webapi's request options for a provider: plain http is allowed only for a loopback issuer (config.ts checked
+ * it).
+ */
 export function requestOptions(url: string) {
   return { signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS), [oauth.allowInsecureRequests]: url.startsWith("http:") };
 }
@@ -34,14 +40,21 @@ const servers = new Map<string, { server: oauth.AuthorizationServer; fetchedAt: 
 /** The provider's authorization server: for an OpenID provider, its discovery document (checked to name the issuer). */
 export async function authorizationServer(provider: OAuthProvider): Promise<oauth.AuthorizationServer> {
   if (provider.protocol === "github") {
-    return { issuer: provider.issuer, authorization_endpoint: `${provider.issuer}/login/oauth/authorize`, token_endpoint: `${provider.issuer}/login/oauth/access_token` };
+    return {
+      issuer: provider.issuer,
+      authorization_endpoint: `${provider.issuer}/login/oauth/authorize`,
+      token_endpoint: `${provider.issuer}/login/oauth/access_token`,
+    };
   }
   const now = Date.now();
   const cached = servers.get(provider.issuer);
   if (cached && now - cached.fetchedAt < DISCOVERY_TTL_MS) return cached.server;
   const server = await unavailableOnFailure(async () => {
     const issuer = new URL(provider.issuer);
-    return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, requestOptions(provider.issuer)));
+    return oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, requestOptions(provider.issuer)),
+    );
   });
   servers.set(provider.issuer, { server, fetchedAt: now });
   return server;
@@ -63,7 +76,10 @@ async function keySet(jwksUri: string, fresh: boolean) {
   const cached = keySets.get(jwksUri);
   if (cached && now - cached.fetchedAt < (fresh ? JWKS_REFETCH_MS : JWKS_TTL_MS)) return cached.keys;
   const keys = await unavailableOnFailure(async () => {
-    const response = await fetch(jwksUri, { signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS), headers: { Accept: "application/json" } });
+    const response = await fetch(jwksUri, {
+      signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS),
+      headers: { Accept: "application/json" },
+    });
     if (!response.ok) throw new Error(`JWKS answered ${response.status}`);
     return createLocalJWKSet(await response.json<JSONWebKeySet>());
   });
@@ -89,10 +105,18 @@ export async function verifyWithKeys(token: string, jwksUri: string, options: JW
  * it), or `client_secret_basic` for a provider whose metadata offers only that. Apple's secret is a JWT the
  * service signs (apple-secret.ts). Undefined: the provider has no secret here (native sign-in only).
  */
-export async function clientAuthentication(provider: OAuthProvider, server: oauth.AuthorizationServer): Promise<oauth.ClientAuth | undefined> {
+export async function clientAuthentication(
+  provider: OAuthProvider,
+  server: oauth.AuthorizationServer,
+): Promise<oauth.ClientAuth | undefined> {
   const secret = provider.clientSecret;
   if (!secret) return undefined;
-  const value = secret.kind === "apple" ? await appleClientSecret(provider.clientId, provider.issuer, secret, Date.now()) : secret.value;
+  const value =
+    secret.kind === "apple"
+      ? await appleClientSecret(provider.clientId, provider.issuer, secret, Date.now())
+      : secret.value;
   const methods = server.token_endpoint_auth_methods_supported ?? [];
-  return methods.includes("client_secret_basic") && !methods.includes("client_secret_post") ? oauth.ClientSecretBasic(value) : oauth.ClientSecretPost(value);
+  return methods.includes("client_secret_basic") && !methods.includes("client_secret_post")
+    ? oauth.ClientSecretBasic(value)
+    : oauth.ClientSecretPost(value);
 }

@@ -2,7 +2,15 @@ import type { OAuthProvider } from "../../config";
 import type { Logger } from "../../lib/log";
 import type { Database } from "../../types";
 import type { ProviderIdentity } from "./identity";
-import { addressHolder, createPasswordless, identityAccount, linkIdentity, takeOver, updateShownEmail, type SignInAccount } from "./store";
+import {
+  addressHolder,
+  createPasswordless,
+  identityAccount,
+  linkIdentity,
+  takeOver,
+  updateShownEmail,
+  type SignInAccount,
+} from "./store";
 
 /**
  * Account resolution, one rule for the web and the native flow (docs/social-sign-in.md, "Linking"):
@@ -14,7 +22,10 @@ import { addressHolder, createPasswordless, identityAccount, linkIdentity, takeO
  * Every write is conditional; after them the identity is read again, so concurrent sign-ins agree.
  */
 
-/** Why a sign-in was refused after the provider's token checked out; the web flow's `error`, the native flow's JSON `error`. */
+/**
+ * Why a sign-in was refused after the provider's token checked out; the web flow's `error`, the native flow's JSON
+ * `error`.
+ */
 export type Refusal = "email_not_verified" | "account_conflict";
 
 export async function resolveAccount(

@@ -19,14 +19,24 @@ export const AuthorizeQuery = body({
     v.regex(S256_CHALLENGE, AuthMessage.codeChallengeInvalid),
     v.description("The app's PKCE challenge: base64url(SHA-256(code_verifier)), 43 characters."),
   ),
-  code_challenge_method: v.pipe(v.literal("S256", AuthMessage.codeChallengeMethod), v.description("S256 (the only method taken).")),
+  code_challenge_method: v.pipe(
+    v.literal("S256", AuthMessage.codeChallengeMethod),
+    v.description("S256 (the only method taken)."),
+  ),
   state: v.optional(
-    v.pipe(v.string(AuthMessage.appStateInvalid), v.maxLength(MAX_APP_STATE_CHARS, AuthMessage.appStateInvalid), v.description("The app's own state, handed back as it is.")),
+    v.pipe(
+      v.string(AuthMessage.appStateInvalid),
+      v.maxLength(MAX_APP_STATE_CHARS, AuthMessage.appStateInvalid),
+      v.description("The app's own state, handed back as it is."),
+    ),
   ),
 });
 
 export const OAuthTokenBody = body({
-  code: v.pipe(requiredString(AuthMessage.loginCodeFields, AuthMessage.loginCodeStrings), v.description("The login code the flow handed the app.")),
+  code: v.pipe(
+    requiredString(AuthMessage.loginCodeFields, AuthMessage.loginCodeStrings),
+    v.description("The login code the flow handed the app."),
+  ),
   code_verifier: v.pipe(
     requiredString(AuthMessage.loginCodeFields, AuthMessage.loginCodeStrings),
     v.description("The app's PKCE verifier, whose SHA-256 was the authorize request's code_challenge."),
@@ -34,11 +44,16 @@ export const OAuthTokenBody = body({
 });
 
 export const IdTokenBody = body({
-  id_token: v.pipe(requiredString(AuthMessage.idTokenRequired, AuthMessage.idTokenStrings), v.description("The id_token the provider's SDK gave the app.")),
+  id_token: v.pipe(
+    requiredString(AuthMessage.idTokenRequired, AuthMessage.idTokenStrings),
+    v.description("The id_token the provider's SDK gave the app."),
+  ),
   nonce: v.optional(
     v.pipe(
       v.string(AuthMessage.idTokenStrings),
-      v.description("The nonce the app gave the SDK, as it is or as the token carries its hex SHA-256 (Sign in with Apple). Required when the token carries a nonce."),
+      v.description(
+        "The nonce the app gave the SDK, as it is or as the token carries its hex SHA-256 (Sign in with Apple). Required when the token carries a nonce.",
+      ),
     ),
   ),
 });

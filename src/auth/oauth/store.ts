@@ -33,14 +33,22 @@ export function saveLoginCode(db: Database, code: LoginCode) {
   return db.insert(oauthLoginCodes).values(code);
 }
 
-/** Claims a login code before its verifier is looked at: spent whatever follows. Undefined when unknown, used or expired. */
+/**
+ * Claims a login code before its verifier is looked at: spent whatever follows. Undefined when unknown, used or
+ * expired.
+ */
 export async function claimLoginCode(db: Database, codeHash: string, now: number): Promise<LoginCode | undefined> {
   const [code] = await db.delete(oauthLoginCodes).where(eq(oauthLoginCodes.codeHash, codeHash)).returning();
   return code && code.expiresAt > now ? code : undefined;
 }
 
 /** What a sign-in needs of an account: its address and sign-in epoch (for the proof), and whether TOTP is on. */
-const signInFields = { id: users.id, email: users.email, signInEpoch: users.signInEpoch, totpStatus: factorFields.totpStatus };
+const signInFields = {
+  id: users.id,
+  email: users.email,
+  signInEpoch: users.signInEpoch,
+  totpStatus: factorFields.totpStatus,
+};
 export type SignInAccount = { id: number; email: string; signInEpoch: number; totpStatus: string | null };
 
 export async function accountById(db: Database, userId: number): Promise<SignInAccount | undefined> {
@@ -63,10 +71,19 @@ export async function updateShownEmail(db: Database, issuer: string, subject: st
   await db
     .update(oauthIdentities)
     .set({ email })
-    .where(and(eq(oauthIdentities.issuer, issuer), eq(oauthIdentities.subject, subject), sql`${oauthIdentities.email} IS NOT ${email}`));
+    .where(
+      and(
+        eq(oauthIdentities.issuer, issuer),
+        eq(oauthIdentities.subject, subject),
+        sql`${oauthIdentities.email} IS NOT ${email}`,
+      ),
+    );
 }
 
-/** Who holds `email`: the account (verified or not, and whether `provider` is linked to it already), or whether the address is reserved. */
+/**
+ * Who holds `email`: the account (verified or not, and whether `provider` is linked to it already), or whether the
+ * address is reserved.
+ */
 export async function addressHolder(db: Database, email: string, provider: string, now: number) {
   const [[holder], [reservation]] = await db.batch([
     db
@@ -77,12 +94,18 @@ export async function addressHolder(db: Database, email: string, provider: strin
       })
       .from(users)
       .where(eq(users.email, email)),
-    db.select({ reserved: sql<number>`1` }).from(sql`(SELECT 1)`).where(reserved(email, now)),
+    db
+      .select({ reserved: sql<number>`1` })
+      .from(sql`(SELECT 1)`)
+      .where(reserved(email, now)),
   ]);
   return { holder, reserved: reservation !== undefined };
 }
 
-/** Links the identity to the account `ofUser` selects, unless the identity is linked already or the account has one of this provider. */
+/**
+ * Links the identity to the account `ofUser` selects, unless the identity is linked already or the account has one of
+ * this provider.
+ */
 function linkStatement(db: Database, ofUser: SQL | undefined, identity: NewIdentity) {
   return db
     .insert(oauthIdentities)

@@ -10,7 +10,16 @@ import type { AppEnv } from "../../types";
 import type { OAuthProvider } from "../../config";
 import { AuthMessage } from "../messages";
 import { AuthorizeQuery } from "./schemas";
-import { knownProvider, oauthOperation, oauthSettings, providerDown, providerParam, unknownProvider, providerOf, unknownProviderAnswer } from "./common";
+import {
+  knownProvider,
+  oauthOperation,
+  oauthSettings,
+  providerDown,
+  providerParam,
+  unknownProvider,
+  providerOf,
+  unknownProviderAnswer,
+} from "./common";
 import { exchangeCode } from "./exchange";
 import { authorizationServer, ProviderUnavailable } from "./providers";
 import { resolveAccount } from "./resolve";
@@ -39,7 +48,8 @@ function callbackUrl(c: Context<AppEnv>, provider: OAuthProvider): string {
 /** The app's redirect_uri with `values` added to its query. */
 function toApp(c: Context<AppEnv>, state: OAuthState, values: Record<string, string>) {
   const url = new URL(state.redirectUri);
-  for (const [name, value] of Object.entries({ ...values, ...(state.appState !== null && { state: state.appState }) })) url.searchParams.set(name, value);
+  for (const [name, value] of Object.entries({ ...values, ...(state.appState !== null && { state: state.appState }) }))
+    url.searchParams.set(name, value);
   return c.redirect(url.href, 302);
 }
 
@@ -57,13 +67,25 @@ async function callback(c: Context<AppEnv>, params: URLSearchParams) {
   const error = params.get("error");
   if (error !== null) return toApp(c, state, { error: providerError(error) });
   if (!params.get("code")) return toApp(c, state, { error: "invalid_request" });
-  const exchanged = await exchangeCode(log, provider, { params, state, stateValue, callbackUrl: callbackUrl(c, provider) });
+  const exchanged = await exchangeCode(log, provider, {
+    params,
+    state,
+    stateValue,
+    callbackUrl: callbackUrl(c, provider),
+  });
   if ("error" in exchanged) return toApp(c, state, { error: exchanged.error });
   const resolved = await resolveAccount(db, log, provider, exchanged.identity, now);
   if ("refused" in resolved) return toApp(c, state, { error: resolved.refused });
   const code = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const { id: userId, signInEpoch } = resolved.account;
-  await saveLoginCode(db, { codeHash: await sha256Hex(code), userId, signInEpoch, provider: provider.name, codeChallenge: state.codeChallenge, expiresAt: now + LOGIN_CODE_TTL_MS });
+  await saveLoginCode(db, {
+    codeHash: await sha256Hex(code),
+    userId,
+    signInEpoch,
+    provider: provider.name,
+    codeChallenge: state.codeChallenge,
+    expiresAt: now + LOGIN_CODE_TTL_MS,
+  });
   return toApp(c, state, { code });
 }
 
@@ -71,14 +93,27 @@ const callbackDescription = {
   ...oauthOperation,
   parameters: [providerParam],
   responses: {
-    "302": { description: "Back to the app's redirect_uri with `code` (the login code) and `state` (the app's), or with `error` and `state`" },
-    "400": text("No state, or one that is unknown, used, expired or another provider's: no redirect", AuthMessage.unknownState),
+    "302": {
+      description:
+        "Back to the app's redirect_uri with `code` (the login code) and `state` (the app's), or with `error` and `state`",
+    },
+    "400": text(
+      "No state, or one that is unknown, used, expired or another provider's: no redirect",
+      AuthMessage.unknownState,
+    ),
     ...unknownProvider,
   },
 };
 
 export const webFlow = new Hono<AppEnv>()
-  .use("/oauth/:provider/authorize", clientRateLimit((env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }), ["GET"], AuthMessage.clientThrottled))
+  .use(
+    "/oauth/:provider/authorize",
+    clientRateLimit(
+      (env) => ({ client: env.AUTH_RATE_LIMITER, network: env.AUTH_RATE_LIMITER_IPV6_48 }),
+      ["GET"],
+      AuthMessage.clientThrottled,
+    ),
+  )
   .get(
     "/oauth/:provider/authorize",
     describeRoute({
@@ -99,7 +134,11 @@ export const webFlow = new Hono<AppEnv>()
           AuthMessage.codeChallengeMethod,
           AuthMessage.appStateInvalid,
         ),
-        "404": text("Not one of OAUTH_PROVIDERS, or no client secret for its web flow", AuthMessage.unknownProvider, AuthMessage.noWebSignIn),
+        "404": text(
+          "Not one of OAUTH_PROVIDERS, or no client secret for its web flow",
+          AuthMessage.unknownProvider,
+          AuthMessage.noWebSignIn,
+        ),
         "429": throttled(text("Per-client rate limit", AuthMessage.clientThrottled)),
         ...providerDown,
       },
@@ -118,11 +157,30 @@ export const webFlow = new Hono<AppEnv>()
         throw err;
       });
       if (!server?.authorization_endpoint) return c.text(AuthMessage.providerUnavailable, 503);
-      const [state, codeVerifier, nonce] = [oauth.generateRandomState(), oauth.generateRandomCodeVerifier(), oauth.generateRandomNonce()];
-      const stored = { provider: provider.name, redirectUri, appState: appState ?? null, codeChallenge, codeVerifier, nonce, expiresAt: Date.now() + STATE_TTL_MS };
+      const [state, codeVerifier, nonce] = [
+        oauth.generateRandomState(),
+        oauth.generateRandomCodeVerifier(),
+        oauth.generateRandomNonce(),
+      ];
+      const stored = {
+        provider: provider.name,
+        redirectUri,
+        appState: appState ?? null,
+        codeChallenge,
+        codeVerifier,
+        nonce,
+        expiresAt: Date.now() + STATE_TTL_MS,
+      };
       await saveState(db, { stateHash: await sha256Hex(state), ...stored });
       const url = new URL(server.authorization_endpoint);
-      const query = { response_type: "code", client_id: provider.clientId, redirect_uri: callbackUrl(c, provider), scope: SCOPES[provider.protocol], state, nonce };
+      const query = {
+        response_type: "code",
+        client_id: provider.clientId,
+        redirect_uri: callbackUrl(c, provider),
+        scope: SCOPES[provider.protocol],
+        state,
+        nonce,
+      };
       for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
       url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
       url.searchParams.set("code_challenge_method", "S256");
@@ -150,12 +208,15 @@ export const webFlow = new Hono<AppEnv>()
     describeRoute({
       ...callbackDescription,
       summary: "The provider's redirect back, posted (Sign in with Apple's form_post)",
-      description: "The same as the GET, with `code`, `state` (or `error`) in an `application/x-www-form-urlencoded` body.",
+      description:
+        "The same as the GET, with `code`, `state` (or `error`) in an `application/x-www-form-urlencoded` body.",
     }),
     knownProvider,
     async (c) => {
       const form = await c.req.parseBody().catch(() => ({}));
-      const params = new URLSearchParams(Object.entries(form).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
+      const params = new URLSearchParams(
+        Object.entries(form).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+      );
       return callback(c, params);
     },
   );

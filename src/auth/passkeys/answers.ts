@@ -52,4 +52,6 @@ export const stepUpRefused = text(
 );
 
 /** The 503 of a ceremony while passkeys are not configured. */
-export const unavailable = { "503": text("Passkeys are not configured on this server (WEBAUTHN_RP_ID)", AuthMessage.passkeysUnavailable) };
+export const unavailable = {
+  "503": text("Passkeys are not configured on this server (WEBAUTHN_RP_ID)", AuthMessage.passkeysUnavailable),
+};

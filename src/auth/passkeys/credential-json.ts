@@ -10,7 +10,8 @@ import { AuthMessage } from "../messages";
 
 const invalid = AuthMessage.passkeyResponseInvalid;
 
-const base64url = (description: string) => v.pipe(v.string(invalid), v.regex(/^[A-Za-z0-9_-]+$/, invalid), v.description(`${description}, base64url`));
+const base64url = (description: string) =>
+  v.pipe(v.string(invalid), v.regex(/^[A-Za-z0-9_-]+$/, invalid), v.description(`${description}, base64url`));
 
 /** The response field of a body: its own message when missing, one message for any other mistake. */
 function credential<const E extends v.ObjectEntries>(entries: E, description: string) {

@@ -11,7 +11,15 @@ import { passkeyStepUp } from "./step-up";
 import { passkeyJson, stepUpRefused } from "./answers";
 import { listPasskeys, removePasskey, renamePasskey } from "./store";
 
-const idParameter = [{ name: "id", in: "path", required: true, description: "A passkey's `id` from GET /auth/passkeys", schema: { type: "string" } }];
+const idParameter = [
+  {
+    name: "id",
+    in: "path",
+    required: true,
+    description: "A passkey's `id` from GET /auth/passkeys",
+    schema: { type: "string" },
+  },
+];
 const notFound = { "404": text("No such passkey of the caller's", AuthMessage.passkeyNotFound) };
 
 /** The caller's passkeys: list, rename, remove. None of these needs WEBAUTHN_RP_ID, so an owner can always clean up. */
@@ -41,7 +49,13 @@ export const passkeyManagement = new Hono<AppEnv>()
       requestExample: { name: "Work laptop" },
       responses: {
         "200": json("Renamed", ref("Passkey")),
-        "400": text("Missing or malformed name", AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString, AuthMessage.passkeyNameInvalid, ...badJson),
+        "400": text(
+          "Missing or malformed name",
+          AuthMessage.passkeyNameRequired,
+          AuthMessage.passkeyNameString,
+          AuthMessage.passkeyNameInvalid,
+          ...badJson,
+        ),
         ...notFound,
         ...bearerErrors,
       },

@@ -11,13 +11,22 @@ import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./schemas";
 import { PASSKEY_REFUSALS } from "../shapes";
 import { passkeyStepUp } from "./step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
-import { addPasskey, claimRegistrationChallenge, MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS, startRegistration } from "./store";
+import {
+  addPasskey,
+  claimRegistrationChallenge,
+  MAX_PASSKEYS,
+  PASSKEY_CHALLENGE_TTL_MS,
+  startRegistration,
+} from "./store";
 import { challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
 
 /** The name of a passkey registered without one. */
 export const DEFAULT_PASSKEY_NAME = "Passkey";
 
-/** Adding a passkey to the signed-in account: the options (after a step-up), then the new credential. See docs/passkeys.md. */
+/**
+ * Adding a passkey to the signed-in account: the options (after a step-up), then the new credential. See
+ * docs/passkeys.md.
+ */
 export const passkeyRegistration = new Hono<AppEnv>()
   .post(
     "/passkeys/register/options",
@@ -30,7 +39,10 @@ export const passkeyRegistration = new Hono<AppEnv>()
         `discoverable credential with user verification, no attestation, ES256, EdDSA or RS256; the challenge is good for ${PASSKEY_CHALLENGE_TTL_MS / MINUTE} minutes, once.`,
       requestExample: { password: "correct horse battery" },
       responses: {
-        "200": json("The options: pass `options` to navigator.credentials.create() (PublicKeyCredential.parseCreationOptionsFromJSON)", ref("RegistrationOptions")),
+        "200": json(
+          "The options: pass `options` to navigator.credentials.create() (PublicKeyCredential.parseCreationOptionsFromJSON)",
+          ref("RegistrationOptions"),
+        ),
         "400": text("Malformed fields", AuthMessage.passwordString, AuthMessage.codeString, ...badJson),
         ...passwordChecked,
         "401": { ...passwordChecked["401"], ...stepUpRefused },
@@ -49,7 +61,12 @@ export const passkeyRegistration = new Hono<AppEnv>()
       const challenge = randomBase64url();
       const registering = await startRegistration(c.var.db, account.id, challenge, Date.now());
       if (!registering) return unauthorized(c);
-      const options = await creationOptions(rp, { ...registering, email: account.email }, challenge, PASSKEY_CHALLENGE_TTL_MS);
+      const options = await creationOptions(
+        rp,
+        { ...registering, email: account.email },
+        challenge,
+        PASSKEY_CHALLENGE_TTL_MS,
+      );
       return c.json({ options }, 200);
     },
   )
@@ -63,18 +80,44 @@ export const passkeyRegistration = new Hono<AppEnv>()
         "The credential navigator.credentials.create() made with the options, as JSON (`credential.toJSON()`), and an optional name. The " +
         "options' challenge is used up by this request whatever its outcome. The origin must be one of WEBAUTHN_ORIGINS, the RP ID " +
         `WEBAUTHN_RP_ID, and the user verified. At most ${MAX_PASSKEYS} passkeys per account; a credential belongs to one account. A notice is mailed.`,
-      requestExample: { response: { id: "…", rawId: "…", type: "public-key", response: { clientDataJSON: "…", attestationObject: "…", transports: ["internal"] } }, name: "My phone" },
+      requestExample: {
+        response: {
+          id: "…",
+          rawId: "…",
+          type: "public-key",
+          response: { clientDataJSON: "…", attestationObject: "…", transports: ["internal"] },
+        },
+        name: "My phone",
+      },
       responses: {
         "201": json("Added", ref("Passkey")),
         "400": {
           description: "Refused (JSON, with a reason for the app), or a malformed body (plain text)",
           content: {
-            "application/json": { schema: ref("PasskeyRefusal"), examples: Object.fromEntries(PASSKEY_REFUSALS.map((reason) => [reason, { value: refusal(reason) }])) },
-            "text/plain": { schema: { type: "string", enum: [AuthMessage.passkeyResponseRequired, AuthMessage.passkeyResponseInvalid, AuthMessage.passkeyNameString, AuthMessage.passkeyNameInvalid, ...badJson] } },
+            "application/json": {
+              schema: ref("PasskeyRefusal"),
+              examples: Object.fromEntries(PASSKEY_REFUSALS.map((reason) => [reason, { value: refusal(reason) }])),
+            },
+            "text/plain": {
+              schema: {
+                type: "string",
+                enum: [
+                  AuthMessage.passkeyResponseRequired,
+                  AuthMessage.passkeyResponseInvalid,
+                  AuthMessage.passkeyNameString,
+                  AuthMessage.passkeyNameInvalid,
+                  ...badJson,
+                ],
+              },
+            },
           },
         },
         ...bearerErrors,
-        "409": text(`Already registered (on any account), or the account has ${MAX_PASSKEYS} passkeys`, AuthMessage.passkeyAlreadyRegistered, AuthMessage.passkeyLimit),
+        "409": text(
+          `Already registered (on any account), or the account has ${MAX_PASSKEYS} passkeys`,
+          AuthMessage.passkeyAlreadyRegistered,
+          AuthMessage.passkeyLimit,
+        ),
         ...unavailable,
       },
     }),
@@ -94,13 +137,20 @@ export const passkeyRegistration = new Hono<AppEnv>()
       if (!claim.claimed) return c.json(refusal("challenge"), 400);
       const checked = await checkRegistration(rp, response, challenge);
       if ("refused" in checked) {
-        log.warn("passkey_registration_refused", { userId: caller.userId, reason: checked.refused, detail: checked.detail });
+        log.warn("passkey_registration_refused", {
+          userId: caller.userId,
+          reason: checked.refused,
+          detail: checked.detail,
+        });
         return c.json(refusal(checked.refused), 400);
       }
       const stored = await addPasskey(db, caller, checked.credential, name, now);
       if ("refused" in stored) {
         if (stored.refused === "session") return unauthorized(c);
-        return c.text(stored.refused === "taken" ? AuthMessage.passkeyAlreadyRegistered : AuthMessage.passkeyLimit, 409);
+        return c.text(
+          stored.refused === "taken" ? AuthMessage.passkeyAlreadyRegistered : AuthMessage.passkeyLimit,
+          409,
+        );
       }
       log.info("passkey_added", { userId: caller.userId, passkeyId: stored.added.id });
       await sendPasskeyAddedNotice(mailerOf(c.var), claim.email, name);

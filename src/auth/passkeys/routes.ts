@@ -9,4 +9,7 @@ import { passkeySignInRoutes } from "./sign-in";
  * The flows, the refusal rules and the decisions are in docs/passkeys.md; the native apps' documents are
  * served by well-known.ts, outside /auth.
  */
-export const passkeyRoutes = new Hono<AppEnv>().route("/", passkeyRegistration).route("/", passkeySignInRoutes).route("/", passkeyManagement);
+export const passkeyRoutes = new Hono<AppEnv>()
+  .route("/", passkeyRegistration)
+  .route("/", passkeySignInRoutes)
+  .route("/", passkeyManagement);

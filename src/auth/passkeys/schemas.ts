@@ -13,7 +13,9 @@ import { AuthenticationResponse, RegistrationResponse } from "./credential-json"
 const passkeyStepUpPassword = v.optional(
   v.pipe(
     v.string(AuthMessage.passwordString),
-    v.description("The account's password (step-up); an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes."),
+    v.description(
+      "The account's password (step-up); an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes.",
+    ),
   ),
 );
 
@@ -37,5 +39,13 @@ export const PasskeyLoginOptionsBody = body({});
 export const PasskeyLoginVerifyBody = body({
   response: AuthenticationResponse,
   // As in LoginBody: a value that is not one of our tokens counts for nothing.
-  device_token: v.fallback(v.optional(v.pipe(v.string(), v.description("The `device_token` of an earlier sign-in from this device: renewed, not replaced."))), undefined),
+  device_token: v.fallback(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.description("The `device_token` of an earlier sign-in from this device: renewed, not replaced."),
+      ),
+    ),
+    undefined,
+  ),
 });

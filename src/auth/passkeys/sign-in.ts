@@ -19,7 +19,12 @@ import { challengeOf, checkAssertion, randomBase64url, requestOptions } from "./
  * `Invalid passkey.`), so nothing tells which part was wrong; the log says. The address's password lock
  * plays no part: a passkey cannot be guessed, and whoever locks the address must not lock its owner out.
  */
-async function passkeySignIn(c: Context<AppEnv>, rp: WebAuthnConfig, response: AuthenticationResponseInput, deviceToken: string | undefined) {
+async function passkeySignIn(
+  c: Context<AppEnv>,
+  rp: WebAuthnConfig,
+  response: AuthenticationResponseInput,
+  deviceToken: string | undefined,
+) {
   const { db, log } = c.var;
   const now = Date.now();
   const refuse = (why: string, userId?: number) => {
@@ -36,14 +41,20 @@ async function passkeySignIn(c: Context<AppEnv>, rp: WebAuthnConfig, response: A
   if (userHandle && userHandle !== passkey.handle) return refuse("user handle of another account", passkey.userId);
   const asserted = await checkAssertion(rp, response, challenge, passkey);
   if ("refused" in asserted) return refuse(asserted.refused, passkey.userId);
-  if (!(await recordSignIn(db, passkey.id, asserted, now))) return refuse("counter did not move forward", passkey.userId);
+  if (!(await recordSignIn(db, passkey.id, asserted, now)))
+    return refuse("counter did not move forward", passkey.userId);
 
   const account = { id: passkey.userId, email: passkey.email, signInEpoch: passkey.signInEpoch };
   const deviceId = (await readDeviceToken(deviceToken, account, jwtSecretOf(c), now))?.id;
   // User verification makes a passkey two factors (what the user has, and their fingerprint, face or PIN):
   // nothing is due, so the gate opens the session at once (openSession, as after a second factor), and the
   // typed client sees a login's answer only.
-  const proof: SignInProof = { account, amr: [asserted.deviceBound ? "hwk" : "swk", "mfa"], deviceId, factorDue: false };
+  const proof: SignInProof = {
+    account,
+    amr: [asserted.deviceBound ? "hwk" : "swk", "mfa"],
+    deviceId,
+    factorDue: false,
+  };
   log.info("passkey_sign_in", { userId: passkey.userId, passkeyId: passkey.id });
   return openSession(c, proof, []);
 }
@@ -60,7 +71,10 @@ export const passkeySignInRoutes = new Hono<AppEnv>()
         `device offers the passkeys it holds for this site and the user picks one. The challenge is good for ${PASSKEY_CHALLENGE_TTL_MS / MINUTE} minutes, once.`,
       requestExample: {},
       responses: {
-        "200": json("The options: pass `options` to navigator.credentials.get() (PublicKeyCredential.parseRequestOptionsFromJSON)", ref("SignInOptions")),
+        "200": json(
+          "The options: pass `options` to navigator.credentials.get() (PublicKeyCredential.parseRequestOptionsFromJSON)",
+          ref("SignInOptions"),
+        ),
         "400": text("Not a JSON object", ...badJson),
         ...accountErrors,
         ...unavailable,
@@ -85,10 +99,22 @@ export const passkeySignInRoutes = new Hono<AppEnv>()
         "The assertion navigator.credentials.get() made with the options, as JSON (`credential.toJSON()`). Answers exactly like a login; the " +
         "session's `amr` is `hwk` (a device-bound passkey) or `swk` (a synced one) with `mfa`: user verification makes it two factors, so no " +
         "TOTP code is asked. The options' challenge is used up by this request whatever its outcome. The address's password lock does not apply.",
-      requestExample: { response: { id: "…", rawId: "…", type: "public-key", response: { clientDataJSON: "…", authenticatorData: "…", signature: "…", userHandle: "…" } } },
+      requestExample: {
+        response: {
+          id: "…",
+          rawId: "…",
+          type: "public-key",
+          response: { clientDataJSON: "…", authenticatorData: "…", signature: "…", userHandle: "…" },
+        },
+      },
       responses: {
         "200": json("Signed in", ref("Login")),
-        "400": text("Malformed body", AuthMessage.passkeyResponseRequired, AuthMessage.passkeyResponseInvalid, ...badJson),
+        "400": text(
+          "Malformed body",
+          AuthMessage.passkeyResponseRequired,
+          AuthMessage.passkeyResponseInvalid,
+          ...badJson,
+        ),
         "401": text(
           "An unknown passkey; a used, expired or registration challenge; another origin or RP ID; no user verification; a bad signature; " +
             "a counter that did not move forward (unless it stays 0); a userHandle of another account",

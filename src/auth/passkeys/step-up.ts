@@ -10,7 +10,11 @@ import { reauthenticate } from "../session/step-up";
  */
 export function passkeyStepUp(c: Context<CallerEnv>, password: string | undefined, code: string | undefined) {
   return reauthenticate(c, {
-    password: { value: password === "" ? undefined : password, missing: AuthMessage.passwordRequired, missingStatus: 401 },
+    password: {
+      value: password === "" ? undefined : password,
+      missing: AuthMessage.passwordRequired,
+      missingStatus: 401,
+    },
     code: { value: code },
   });
 }

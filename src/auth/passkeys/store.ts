@@ -14,11 +14,23 @@ export const PASSKEY_CHALLENGE_TTL_MS = 5 * MINUTE;
 /** Passkeys one account may have. */
 export const MAX_PASSKEYS = 10;
 
-const passkeyFields = { id: passkeys.id, name: passkeys.name, createdAt: passkeys.createdAt, lastUsedAt: passkeys.lastUsedAt, backedUp: passkeys.backedUp };
+const passkeyFields = {
+  id: passkeys.id,
+  name: passkeys.name,
+  createdAt: passkeys.createdAt,
+  lastUsedAt: passkeys.lastUsedAt,
+  backedUp: passkeys.backedUp,
+};
 export type PasskeyRow = { id: string; name: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean };
 
 /** A challenge stored for `userId` (a registration) only while the account exists; for nobody (a sign-in) always. */
-function storeChallenge(db: Database, challenge: string, kind: "registration" | "authentication", userId: number | null, now: number) {
+function storeChallenge(
+  db: Database,
+  challenge: string,
+  kind: "registration" | "authentication",
+  userId: number | null,
+  now: number,
+) {
   const expiresAt = now + PASSKEY_CHALLENGE_TTL_MS;
   if (userId === null) return db.insert(passkeyChallenges).values({ challenge, kind, userId, expiresAt });
   return db.insert(passkeyChallenges).select(
@@ -39,22 +51,37 @@ function storeChallenge(db: Database, challenge: string, kind: "registration" | 
  * registration and kept: `coalesce` keeps the one a concurrent registration set), its passkeys to exclude,
  * and the challenge. Undefined when the account is gone.
  */
-export async function startRegistration(db: Database, userId: number, challenge: string, now: number): Promise<Omit<RegisteringAccount, "email"> | undefined> {
+export async function startRegistration(
+  db: Database,
+  userId: number,
+  challenge: string,
+  now: number,
+): Promise<Omit<RegisteringAccount, "email"> | undefined> {
   const [[account], exclude] = await db.batch([
     db
       .update(users)
       .set({ webauthnHandle: sql`coalesce(${users.webauthnHandle}, ${randomBase64url()})` })
       .where(eq(users.id, userId))
       .returning({ handle: users.webauthnHandle }),
-    db.select({ credentialId: passkeys.credentialId, transports: passkeys.transports }).from(passkeys).where(eq(passkeys.userId, userId)),
+    db
+      .select({ credentialId: passkeys.credentialId, transports: passkeys.transports })
+      .from(passkeys)
+      .where(eq(passkeys.userId, userId)),
     storeChallenge(db, challenge, "registration", userId, now),
   ]);
   if (!account?.handle) return undefined;
-  return { handle: account.handle, exclude: exclude.map(({ credentialId, transports }) => ({ credentialId, transports: transports.split(",").filter(Boolean) })) };
+  return {
+    handle: account.handle,
+    exclude: exclude.map(({ credentialId, transports }) => ({
+      credentialId,
+      transports: transports.split(",").filter(Boolean),
+    })),
+  };
 }
 
 /** The statement that stores a sign-in challenge, which belongs to nobody until a passkey answers it. */
-export const storeSignInChallenge = (db: Database, challenge: string, now: number) => storeChallenge(db, challenge, "authentication", null, now);
+export const storeSignInChallenge = (db: Database, challenge: string, now: number) =>
+  storeChallenge(db, challenge, "authentication", null, now);
 
 /**
  * Claims the caller's live registration challenge with one DELETE … RETURNING, while the caller's session is
@@ -75,7 +102,10 @@ export async function claimRegistrationChallenge(db: Database, caller: AccessCla
         ),
       )
       .returning({ challenge: passkeyChallenges.challenge }),
-    db.select({ email: users.email }).from(users).where(and(eq(users.id, caller.userId), live)),
+    db
+      .select({ email: users.email })
+      .from(users)
+      .where(and(eq(users.id, caller.userId), live)),
   ]);
   return { live: account !== undefined, email: account?.email ?? "", claimed: claimed.length > 0 };
 }
@@ -85,7 +115,13 @@ export async function claimRegistrationChallenge(db: Database, caller: AccessCla
  * account has fewer than MAX_PASSKEYS and no account has the credential (so the unique index is never hit).
  * Reads alongside why nothing was stored, if it was not.
  */
-export async function addPasskey(db: Database, caller: AccessClaims, credential: NewCredential, name: string, now: number) {
+export async function addPasskey(
+  db: Database,
+  caller: AccessClaims,
+  credential: NewCredential,
+  name: string,
+  now: number,
+) {
   const id = randomId();
   const room = sql`(SELECT count(*) FROM ${passkeys} WHERE ${passkeys.userId} = ${users.id}) < ${MAX_PASSKEYS}`;
   const unknown = sql`NOT EXISTS (SELECT 1 FROM ${passkeys} WHERE ${passkeys.credentialId} = ${credential.credentialId})`;
@@ -123,7 +159,11 @@ export async function addPasskey(db: Database, caller: AccessClaims, credential:
 export async function listPasskeys(db: Database, caller: AccessClaims, now: number): Promise<PasskeyRow[] | undefined> {
   const [[live], rows] = await db.batch([
     sessionCheck(db, caller, now),
-    db.select(passkeyFields).from(passkeys).where(eq(passkeys.userId, caller.userId)).orderBy(asc(passkeys.createdAt), asc(passkeys.id)),
+    db
+      .select(passkeyFields)
+      .from(passkeys)
+      .where(eq(passkeys.userId, caller.userId))
+      .orderBy(asc(passkeys.createdAt), asc(passkeys.id)),
   ]);
   return live ? rows : undefined;
 }
@@ -141,8 +181,16 @@ export async function renamePasskey(db: Database, caller: AccessClaims, id: stri
   return { live: live !== undefined, renamed };
 }
 
-/** Deletes one of the caller's passkeys (the step-up has just checked the session): its name, or undefined for none of theirs. */
-export async function removePasskey(db: Database, caller: AccessClaims, id: string, now: number): Promise<string | undefined> {
+/**
+ * Deletes one of the caller's passkeys (the step-up has just checked the session): its name, or undefined for none of
+ * theirs.
+ */
+export async function removePasskey(
+  db: Database,
+  caller: AccessClaims,
+  id: string,
+  now: number,
+): Promise<string | undefined> {
   const [removed] = await db
     .delete(passkeys)
     .where(and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId), liveSession(caller, now)))
@@ -151,7 +199,13 @@ export async function removePasskey(db: Database, caller: AccessClaims, id: stri
 }
 
 /** The passkey a sign-in presents, with its account. */
-export type SigningPasskey = StoredCredential & { id: string; userId: number; email: string; signInEpoch: number; handle: string | null };
+export type SigningPasskey = StoredCredential & {
+  id: string;
+  userId: number;
+  email: string;
+  signInEpoch: number;
+  handle: string | null;
+};
 
 /**
  * A sign-in's first write: claims the sign-in challenge with one DELETE … RETURNING (whatever the rest
@@ -161,7 +215,13 @@ export async function claimSignIn(db: Database, challenge: string, credentialId:
   const [claimed, [passkey]] = await db.batch([
     db
       .delete(passkeyChallenges)
-      .where(and(eq(passkeyChallenges.challenge, challenge), eq(passkeyChallenges.kind, "authentication"), gt(passkeyChallenges.expiresAt, now)))
+      .where(
+        and(
+          eq(passkeyChallenges.challenge, challenge),
+          eq(passkeyChallenges.kind, "authentication"),
+          gt(passkeyChallenges.expiresAt, now),
+        ),
+      )
       .returning({ challenge: passkeyChallenges.challenge }),
     db
       .select({
@@ -187,7 +247,12 @@ export async function claimSignIn(db: Database, challenge: string, credentialId:
  * Records a good assertion: the counter moves to `counter` only forward (or stays 0 when both are 0), in
  * one conditional UPDATE, so of two assertions carrying the same non-zero counter only one signs in.
  */
-export async function recordSignIn(db: Database, passkeyId: string, asserted: { counter: number; backedUp: boolean }, now: number): Promise<boolean> {
+export async function recordSignIn(
+  db: Database,
+  passkeyId: string,
+  asserted: { counter: number; backedUp: boolean },
+  now: number,
+): Promise<boolean> {
   const forward = asserted.counter === 0 ? eq(passkeys.counter, 0) : lt(passkeys.counter, asserted.counter);
   const [used] = await db
     .update(passkeys)

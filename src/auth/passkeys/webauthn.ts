@@ -5,7 +5,12 @@ import {
   verifyRegistrationResponse,
   type AuthenticatorTransport,
 } from "@simplewebauthn/server";
-import { decodeAttestationObject, decodeClientDataJSON, isoBase64URL, parseAuthenticatorData } from "@simplewebauthn/server/helpers";
+import {
+  decodeAttestationObject,
+  decodeClientDataJSON,
+  isoBase64URL,
+  parseAuthenticatorData,
+} from "@simplewebauthn/server/helpers";
 import type { WebAuthnConfig } from "../../config";
 import { base64url } from "../../lib/encoding";
 import type { CreationOptionsJson, PasskeyRefusalReason, RequestOptionsJson } from "../shapes";
@@ -49,7 +54,12 @@ export interface RegisteringAccount {
 }
 
 /** The options of navigator.credentials.create(): a discoverable passkey with user verification, no attestation. */
-export async function creationOptions(rp: WebAuthnConfig, account: RegisteringAccount, challenge: string, timeoutMs: number): Promise<CreationOptionsJson> {
+export async function creationOptions(
+  rp: WebAuthnConfig,
+  account: RegisteringAccount,
+  challenge: string,
+  timeoutMs: number,
+): Promise<CreationOptionsJson> {
   const options = await generateRegistrationOptions({
     rpName: rp.rpName,
     rpID: rp.rpId,
@@ -59,7 +69,10 @@ export async function creationOptions(rp: WebAuthnConfig, account: RegisteringAc
     challenge: isoBase64URL.toBuffer(challenge),
     timeout: timeoutMs,
     attestationType: "none",
-    excludeCredentials: account.exclude.map(({ credentialId, transports }) => ({ id: credentialId, transports: transports.filter(isTransport) })),
+    excludeCredentials: account.exclude.map(({ credentialId, transports }) => ({
+      id: credentialId,
+      transports: transports.filter(isTransport),
+    })),
     authenticatorSelection: { residentKey: "required", userVerification: "required" },
     supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
   });
@@ -69,7 +82,11 @@ export async function creationOptions(rp: WebAuthnConfig, account: RegisteringAc
     challenge: options.challenge,
     pubKeyCredParams: options.pubKeyCredParams.map(({ alg }) => ({ type: "public-key", alg })),
     timeout: timeoutMs,
-    excludeCredentials: (options.excludeCredentials ?? []).map(({ id, transports }) => ({ id, type: "public-key", ...(transports?.length ? { transports } : {}) })),
+    excludeCredentials: (options.excludeCredentials ?? []).map(({ id, transports }) => ({
+      id,
+      type: "public-key",
+      ...(transports?.length ? { transports } : {}),
+    })),
     authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
     attestation: "none",
     extensions: { credProps: true },
@@ -77,9 +94,23 @@ export async function creationOptions(rp: WebAuthnConfig, account: RegisteringAc
 }
 
 /** The options of navigator.credentials.get(): no allowCredentials, so the user picks any passkey of this RP. */
-export async function requestOptions(rp: WebAuthnConfig, challenge: string, timeoutMs: number): Promise<RequestOptionsJson> {
-  const options = await generateAuthenticationOptions({ rpID: rp.rpId, challenge: isoBase64URL.toBuffer(challenge), timeout: timeoutMs, userVerification: "required" });
-  return { rpId: options.rpId ?? rp.rpId, challenge: options.challenge, timeout: timeoutMs, userVerification: "required" };
+export async function requestOptions(
+  rp: WebAuthnConfig,
+  challenge: string,
+  timeoutMs: number,
+): Promise<RequestOptionsJson> {
+  const options = await generateAuthenticationOptions({
+    rpID: rp.rpId,
+    challenge: isoBase64URL.toBuffer(challenge),
+    timeout: timeoutMs,
+    userVerification: "required",
+  });
+  return {
+    rpId: options.rpId ?? rp.rpId,
+    challenge: options.challenge,
+    timeout: timeoutMs,
+    userVerification: "required",
+  };
 }
 
 /** A credential that passed registration, as it is stored. */
@@ -107,9 +138,12 @@ async function namedRefusal(rp: WebAuthnConfig, response: RegistrationResponseIn
   try {
     const { origin } = decodeClientDataJSON(response.response.clientDataJSON);
     if (!rp.origins.includes(origin)) return { refused: "origin", detail: `origin ${origin}` };
-    const authData = decodeAttestationObject(isoBase64URL.toBuffer(response.response.attestationObject)).get("authData");
+    const authData = decodeAttestationObject(isoBase64URL.toBuffer(response.response.attestationObject)).get(
+      "authData",
+    );
     const { rpIdHash, flags } = parseAuthenticatorData(authData);
-    if (!(await sameBytes(rpIdHash, rp.rpId))) return { refused: "rp_id", detail: "RP ID hash of another relying party" };
+    if (!(await sameBytes(rpIdHash, rp.rpId)))
+      return { refused: "rp_id", detail: "RP ID hash of another relying party" };
     if (!flags.uv) return { refused: "user_verification", detail: "UV flag not set" };
     return undefined;
   } catch (err) {
@@ -118,13 +152,22 @@ async function namedRefusal(rp: WebAuthnConfig, response: RegistrationResponseIn
 }
 
 /** Checks a new credential made with `challenge` (already claimed): what to store, or why not. */
-export async function checkRegistration(rp: WebAuthnConfig, response: RegistrationResponseInput, challenge: string): Promise<{ credential: NewCredential } | Refused> {
+export async function checkRegistration(
+  rp: WebAuthnConfig,
+  response: RegistrationResponseInput,
+  challenge: string,
+): Promise<{ credential: NewCredential } | Refused> {
   const named = await namedRefusal(rp, response);
   if (named) return named;
   const transports = (response.response.transports ?? []).filter(isTransport);
   try {
     const { verified, registrationInfo } = await verifyRegistrationResponse({
-      response: { ...response, response: { ...response.response, transports }, clientExtensionResults: {}, authenticatorAttachment: undefined },
+      response: {
+        ...response,
+        response: { ...response.response, transports },
+        clientExtensionResults: {},
+        authenticatorAttachment: undefined,
+      },
       expectedChallenge: challenge,
       expectedOrigin: rp.origins,
       expectedRPID: rp.rpId,
@@ -133,7 +176,15 @@ export async function checkRegistration(rp: WebAuthnConfig, response: Registrati
     });
     if (!verified) return { refused: "invalid_response", detail: "attestation not verified" };
     const { credential, credentialBackedUp } = registrationInfo;
-    return { credential: { credentialId: credential.id, publicKey: isoBase64URL.fromBuffer(credential.publicKey), counter: credential.counter, backedUp: credentialBackedUp, transports } };
+    return {
+      credential: {
+        credentialId: credential.id,
+        publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+        counter: credential.counter,
+        backedUp: credentialBackedUp,
+        transports,
+      },
+    };
   } catch (err) {
     return { refused: "invalid_response", detail: err instanceof Error ? err.message : String(err) };
   }
@@ -160,14 +211,28 @@ export interface Asserted {
  * user verification, the signature, and the counter, which must move forward unless both it and the stored
  * one are 0. What it tells, or why not (for the log: the client is told one thing only).
  */
-export async function checkAssertion(rp: WebAuthnConfig, response: AuthenticationResponseInput, challenge: string, stored: StoredCredential): Promise<Asserted | { refused: string }> {
+export async function checkAssertion(
+  rp: WebAuthnConfig,
+  response: AuthenticationResponseInput,
+  challenge: string,
+  stored: StoredCredential,
+): Promise<Asserted | { refused: string }> {
   try {
     const { verified, authenticationInfo } = await verifyAuthenticationResponse({
-      response: { ...response, response: { ...response.response, userHandle: response.response.userHandle ?? undefined }, clientExtensionResults: {}, authenticatorAttachment: undefined },
+      response: {
+        ...response,
+        response: { ...response.response, userHandle: response.response.userHandle ?? undefined },
+        clientExtensionResults: {},
+        authenticatorAttachment: undefined,
+      },
       expectedChallenge: challenge,
       expectedOrigin: rp.origins,
       expectedRPID: rp.rpId,
-      credential: { id: stored.credentialId, publicKey: isoBase64URL.toBuffer(stored.publicKey), counter: stored.counter },
+      credential: {
+        id: stored.credentialId,
+        publicKey: isoBase64URL.toBuffer(stored.publicKey),
+        counter: stored.counter,
+      },
       requireUserVerification: true,
     });
     if (!verified) return { refused: "bad signature" };

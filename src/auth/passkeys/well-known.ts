@@ -47,7 +47,8 @@ export const wellKnown = new Hono<AppEnv>()
     describeRoute({
       tags: wellKnownTag,
       summary: "Digital Asset Links (Android apps)",
-      description: "The Android apps of ANDROID_APP_FINGERPRINTS may use this domain's passkeys and links. Served at the RP ID's origin.",
+      description:
+        "The Android apps of ANDROID_APP_FINGERPRINTS may use this domain's passkeys and links. Served at the RP ID's origin.",
       responses: {
         "200": json("The statements", { type: "array", items: { type: "object" } }),
         ...unconfigured("ANDROID_APP_FINGERPRINTS"),
@@ -65,9 +66,14 @@ export const wellKnown = new Hono<AppEnv>()
     describeRoute({
       tags: wellKnownTag,
       summary: "Associated domains (iOS apps)",
-      description: "The iOS apps of APPLE_APP_IDS may use this domain's passkeys (`webcredentials`). Served at the RP ID's origin.",
+      description:
+        "The iOS apps of APPLE_APP_IDS may use this domain's passkeys (`webcredentials`). Served at the RP ID's origin.",
       responses: {
-        "200": json("The association", { type: "object", required: ["webcredentials"], properties: { webcredentials: { type: "object" } } }),
+        "200": json("The association", {
+          type: "object",
+          required: ["webcredentials"],
+          properties: { webcredentials: { type: "object" } },
+        }),
         ...unconfigured("APPLE_APP_IDS"),
       },
     }),

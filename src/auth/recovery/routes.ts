@@ -40,36 +40,59 @@ export const recovery = new Hono<AppEnv>()
           required: ["message", "request_id"],
           properties: {
             message: { type: "string", enum: [AuthMessage.resetRequested] },
-            request_id: { type: "string", description: "Opaque; send it to POST /auth/reset-password with the code this request mailed" },
+            request_id: {
+              type: "string",
+              description: "Opaque; send it to POST /auth/reset-password with the code this request mailed",
+            },
           },
         }),
-        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, AuthMessage.turnstileRequired, ...badJson),
+        "400": text(
+          "Missing or malformed e-mail",
+          AuthMessage.emailRequired,
+          AuthMessage.emailString,
+          AuthMessage.turnstileRequired,
+          ...badJson,
+        ),
         ...turnstileAnswers,
         ...accountErrors,
       },
     }),
-    jsonBody(ForgotPasswordBody), async (c) => {
-    const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
-    const { db, log } = c.var;
-    const refused = await turnstileRefusal(c, turnstileToken);
-    if (refused) return refused;
+    jsonBody(ForgotPasswordBody),
+    async (c) => {
+      const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
+      const { db, log } = c.var;
+      const refused = await turnstileRefusal(c, turnstileToken);
+      if (refused) return refused;
 
-    // A request id for every address (unknown, unverified, verified, or out of mail allowance), one round
-    // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
-    // timing tells whether the address has an account.
-    const requestId = randomId();
-    const client = clientKey(c);
-    const { issued, skipped } = await requestResetCode(db, email, client, requestId, Date.now());
-    if (issued) {
-      log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
-      c.executionCtx.waitUntil(sendPasswordResetCode(mailerOf(c.var, client), { email, verified: issued.verified }, issued.code, requestId, c.var.config.appUrl));
-    } else if (skipped) {
-      // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
-      // otherwise looks like a lost mail.
-      log.info("password_reset_mail_skipped", { reason: skipped.reason, email: maskEmail(email), retryAfterSeconds: Math.ceil(skipped.waitMs / 1000) });
-    }
-    return c.json({ message: AuthMessage.resetRequested, request_id: requestId }, 200);
-  })
+      // A request id for every address (unknown, unverified, verified, or out of mail allowance), one round
+      // trip whatever the address, and the mail goes out after the answer: neither the answer nor its
+      // timing tells whether the address has an account.
+      const requestId = randomId();
+      const client = clientKey(c);
+      const { issued, skipped } = await requestResetCode(db, email, client, requestId, Date.now());
+      if (issued) {
+        log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
+        c.executionCtx.waitUntil(
+          sendPasswordResetCode(
+            mailerOf(c.var, client),
+            { email, verified: issued.verified },
+            issued.code,
+            requestId,
+            c.var.config.appUrl,
+          ),
+        );
+      } else if (skipped) {
+        // The answer must not tell (no 429 here), so the log does: a reset mail the allowance held back
+        // otherwise looks like a lost mail.
+        log.info("password_reset_mail_skipped", {
+          reason: skipped.reason,
+          email: maskEmail(email),
+          retryAfterSeconds: Math.ceil(skipped.waitMs / 1000),
+        });
+      }
+      return c.json({ message: AuthMessage.resetRequested, request_id: requestId }, 200);
+    },
+  )
 
   .post(
     "/reset-password",
@@ -80,7 +103,12 @@ export const recovery = new Hono<AppEnv>()
         "Sets the password (register's rules), marks the address verified, ends every session and the login lock, and mails a notice. " +
         `The code must come with the \`request_id\` of the request that mailed it; ${MAX_CODE_ATTEMPTS} wrong tries void that code, and tries with ` +
         "other request ids never touch it.",
-      requestExample: { email: "ada@example.com", token: "123456", password: "a new long password", request_id: "q7Vb0c2JmXWb1b4u5mJx8A" },
+      requestExample: {
+        email: "ada@example.com",
+        token: "123456",
+        password: "a new long password",
+        request_id: "q7Vb0c2JmXWb1b4u5mJx8A",
+      },
       responses: {
         "200": text("Password set", AuthMessage.passwordReset),
         "400": text(
@@ -95,25 +123,31 @@ export const recovery = new Hono<AppEnv>()
         "401": text("Unknown e-mail or request id, wrong, expired or voided code", AuthMessage.invalidResetCode),
         ...accountErrors,
         "429": throttled(
-          text("The whole service's failed code tries are used up for the hour, or the per-client limit", AuthMessage.codeBudgetExhausted, AuthMessage.clientThrottled),
+          text(
+            "The whole service's failed code tries are used up for the hour, or the per-client limit",
+            AuthMessage.codeBudgetExhausted,
+            AuthMessage.clientThrottled,
+          ),
         ),
       },
     }),
     jsonBody(ResetPasswordBody),
     codeTryBudget,
     async (c) => {
-    const { email, request_id: requestId, token, password } = c.req.valid("json");
-    const { config, db, log } = c.var;
+      const { email, request_id: requestId, token, password } = c.req.valid("json");
+      const { config, db, log } = c.var;
 
-    const claim = await claimResetTry(db, email, requestId, Date.now());
-    if (!claim || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidResetCode, 401);
+      const claim = await claimResetTry(db, email, requestId, Date.now());
+      if (!claim || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidResetCode, 401);
 
-    const { userId, code } = claim;
-    const passwordHash = await hashPassword(password, config.bcryptCost);
-    if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }, Date.now()))) return c.text(AuthMessage.invalidResetCode, 401);
+      const { userId, code } = claim;
+      const passwordHash = await hashPassword(password, config.bcryptCost);
+      if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }, Date.now())))
+        return c.text(AuthMessage.invalidResetCode, 401);
 
-    log.info("password_reset", { userId, email: maskEmail(email) });
-    c.var.sessionsEnded(userId);
-    await sendPasswordChangedNotice(mailerOf(c.var), email);
-    return c.text(AuthMessage.passwordReset, 200);
-  });
+      log.info("password_reset", { userId, email: maskEmail(email) });
+      c.var.sessionsEnded(userId);
+      await sendPasswordChangedNotice(mailerOf(c.var), email);
+      return c.text(AuthMessage.passwordReset, 200);
+    },
+  );

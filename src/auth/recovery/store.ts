@@ -88,7 +88,9 @@ export async function resetPassword(
       .returning({ id: users.id }),
     endAllSessions(db, userId, stillIssued),
     db.delete(loginFailures).where(and(eq(loginFailures.email, email), stillIssued)),
-    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), eq(oneTimeCodes.purpose, "verify_email"), stillIssued)),
+    db
+      .delete(oneTimeCodes)
+      .where(and(eq(oneTimeCodes.userId, userId), eq(oneTimeCodes.purpose, "verify_email"), stillIssued)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), stillIssued)),
   ]);
   return done.length > 0;

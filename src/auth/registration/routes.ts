@@ -8,7 +8,14 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { codeTryBudget } from "../limits/code-budget";
-import { claimCodeAttempt, CODE_TRIES_PER_HOUR, CODE_TTL_MS, codesMatch, codeToMail, MAX_CODE_ATTEMPTS } from "../codes";
+import {
+  claimCodeAttempt,
+  CODE_TRIES_PER_HOUR,
+  CODE_TTL_MS,
+  codesMatch,
+  codeToMail,
+  MAX_CODE_ATTEMPTS,
+} from "../codes";
 import { MAILS_PER_HOUR } from "../limits/mail";
 import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
 import { mailerOf, sendVerificationCode } from "../mails";
@@ -42,18 +49,20 @@ export const registration = new Hono<AppEnv>()
         ...accountErrors,
       },
     }),
-    jsonBody(RegisterBody), async (c) => {
-    const { email, password, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
-    const { config, db, log } = c.var;
-    const refused = await turnstileRefusal(c, turnstileToken);
-    if (refused) return refused;
+    jsonBody(RegisterBody),
+    async (c) => {
+      const { email, password, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
+      const { config, db, log } = c.var;
+      const refused = await turnstileRefusal(c, turnstileToken);
+      if (refused) return refused;
 
-    const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
-    if (!created) return c.text(AuthMessage.userExists, 409);
-    log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-    if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
-    return c.text(AuthMessage.userCreated, 201);
-  })
+      const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
+      if (!created) return c.text(AuthMessage.userExists, 409);
+      log.info("user_registered", { userId: created.id, email: maskEmail(email) });
+      if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
+      return c.text(AuthMessage.userCreated, 201);
+    },
+  )
 
   .post(
     "/resend-verification",
@@ -64,29 +73,46 @@ export const registration = new Hono<AppEnv>()
       requestExample: { email: "ada@example.com" },
       responses: {
         "200": text("Accepted", AuthMessage.resendAccepted),
-        "400": text("Missing or malformed e-mail", AuthMessage.emailRequired, AuthMessage.emailString, AuthMessage.turnstileRequired, ...badJson),
+        "400": text(
+          "Missing or malformed e-mail",
+          AuthMessage.emailRequired,
+          AuthMessage.emailString,
+          AuthMessage.turnstileRequired,
+          ...badJson,
+        ),
         ...turnstileAnswers,
         ...accountErrors,
-        "429": throttled(text("Mail cooldown or hourly cap, or the per-client limit", AuthMessage.mailThrottled, AuthMessage.clientThrottled)),
+        "429": throttled(
+          text(
+            "Mail cooldown or hourly cap, or the per-client limit",
+            AuthMessage.mailThrottled,
+            AuthMessage.clientThrottled,
+          ),
+        ),
       },
     }),
-    jsonBody(ResendVerificationBody), async (c) => {
-    const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
-    const { db, log } = c.var;
-    const refused = await turnstileRefusal(c, turnstileToken);
-    if (refused) return refused;
-    const now = Date.now();
+    jsonBody(ResendVerificationBody),
+    async (c) => {
+      const { email, [TURNSTILE_FIELD]: turnstileToken } = c.req.valid("json");
+      const { db, log } = c.var;
+      const refused = await turnstileRefusal(c, turnstileToken);
+      if (refused) return refused;
+      const now = Date.now();
 
-    // Unknown and verified accounts get the same answer as a successful resend, and no mail.
-    const { issued, waitMs } = await codeToMail(db, { email, unverified: true }, "verify_email", now);
-    if (!issued) return waitMs > 0 ? tooManyRequests(c, waitMs, AuthMessage.mailThrottled) : c.text(AuthMessage.resendAccepted, 200);
-    log.info("verification_code_resent", { userId: issued.userId, email: maskEmail(email) });
-    // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
-    // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
-    // contract's order: the mail goes before its 201.)
-    c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var, clientKey(c)), email, issued.code));
-    return c.text(AuthMessage.resendAccepted, 200);
-  })
+      // Unknown and verified accounts get the same answer as a successful resend, and no mail.
+      const { issued, waitMs } = await codeToMail(db, { email, unverified: true }, "verify_email", now);
+      if (!issued)
+        return waitMs > 0
+          ? tooManyRequests(c, waitMs, AuthMessage.mailThrottled)
+          : c.text(AuthMessage.resendAccepted, 200);
+      log.info("verification_code_resent", { userId: issued.userId, email: maskEmail(email) });
+      // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
+      // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
+      // contract's order: the mail goes before its 201.)
+      c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var, clientKey(c)), email, issued.code));
+      return c.text(AuthMessage.resendAccepted, 200);
+    },
+  )
 
   .post(
     "/verify-email",
@@ -97,7 +123,12 @@ export const registration = new Hono<AppEnv>()
       requestExample: { email: "ada@example.com", token: "123456" },
       responses: {
         "200": text("Verified", AuthMessage.emailVerified),
-        "400": text("Missing or malformed fields", AuthMessage.emailAndTokenRequired, AuthMessage.emailAndTokenStrings, ...badJson),
+        "400": text(
+          "Missing or malformed fields",
+          AuthMessage.emailAndTokenRequired,
+          AuthMessage.emailAndTokenStrings,
+          ...badJson,
+        ),
         "401": text("Unknown e-mail, wrong, expired or voided code", AuthMessage.invalidToken),
         ...accountErrors,
         "429": throttled(
@@ -113,17 +144,18 @@ export const registration = new Hono<AppEnv>()
     jsonBody(VerifyEmailBody),
     codeTryBudget,
     async (c) => {
-    const { email, token } = c.req.valid("json");
-    const { db, log } = c.var;
+      const { email, token } = c.req.valid("json");
+      const { db, log } = c.var;
 
-    const claim = await claimCodeAttempt(db, { email }, "verify_email", Date.now());
-    if (claim.outcome === "throttled") {
-      log.warn("verification_blocked", { email: maskEmail(email) });
-      return tooManyRequests(c, claim.waitMs, AuthMessage.verifyThrottled);
-    }
-    if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
+      const claim = await claimCodeAttempt(db, { email }, "verify_email", Date.now());
+      if (claim.outcome === "throttled") {
+        log.warn("verification_blocked", { email: maskEmail(email) });
+        return tooManyRequests(c, claim.waitMs, AuthMessage.verifyThrottled);
+      }
+      if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
 
-    if (!(await markVerified(db, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
-    log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
-    return c.text(AuthMessage.emailVerified, 200);
-  });
+      if (!(await markVerified(db, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
+      log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
+      return c.text(AuthMessage.emailVerified, 200);
+    },
+  );

@@ -12,14 +12,21 @@ import { codeStillIssued, deleteCode, issueCode } from "../codes";
  * concurrent registrations, not a prior read; an address another account gave up in an e-mail change it
  * can still undo is reserved for it. Undefined when the address is taken or reserved.
  */
-export async function createAccount(db: Database, email: string, passwordHash: string, now: number): Promise<{ id: number; code: string | undefined } | undefined> {
+export async function createAccount(
+  db: Database,
+  email: string,
+  passwordHash: string,
+  now: number,
+): Promise<{ id: number; code: string | undefined } | undefined> {
   const [created] = await newAccount(db, { email, password: passwordHash, isVerified: false, mailClaimedAt: now }, now);
   if (!created) return undefined;
   const [issued] = await issueCode(db, "verify_email", now, { id: created.id });
   return { id: created.id, code: issued?.code };
 }
 
-/** Marks the account verified and uses its code up, only while the code is still the one claimed: false when it was not. */
+/**
+ * Marks the account verified and uses its code up, only while the code is still the one claimed: false when it was not.
+ */
 export async function markVerified(db: Database, userId: number, code: string): Promise<boolean> {
   const [verified] = await db.batch([
     db

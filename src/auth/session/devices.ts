@@ -51,7 +51,12 @@ function payload(deviceId: string, expiresAt: number, account: DeviceAccount): U
 }
 
 /** A token for the device `deviceId` (a new device when absent) of `account`. */
-export async function issueDeviceToken(secret: string, account: DeviceAccount, nowMs: number, deviceId = randomId()): Promise<string> {
+export async function issueDeviceToken(
+  secret: string,
+  account: DeviceAccount,
+  nowMs: number,
+  deviceId = randomId(),
+): Promise<string> {
   const expiresAt = Math.floor(nowMs / 1000) + DEVICE_TOKEN_TTL_SECONDS;
   const mac = await crypto.subtle.sign("HMAC", await macKey(secret, PURPOSE), payload(deviceId, expiresAt, account));
   return `${deviceId}.${expiresAt}.${base64url(new Uint8Array(mac))}`;
@@ -73,10 +78,20 @@ export function maybeDeviceToken(token: unknown, nowMs: number): token is string
  * The device of a token we issued to `account` that has not expired; undefined for anything else,
  * including a value that is not a string at all, and for an address without an account.
  */
-export async function readDeviceToken(token: unknown, account: DeviceAccount | undefined, secret: string, nowMs: number): Promise<Device | undefined> {
+export async function readDeviceToken(
+  token: unknown,
+  account: DeviceAccount | undefined,
+  secret: string,
+  nowMs: number,
+): Promise<Device | undefined> {
   if (account === undefined || !maybeDeviceToken(token, nowMs)) return undefined;
   const [deviceId, expiry, mac] = token.split(".") as [string, string, string];
   // HMAC verification compares in constant time.
-  const valid = await crypto.subtle.verify("HMAC", await macKey(secret, PURPOSE), fromBase64url(mac), payload(deviceId, Number(expiry), account));
+  const valid = await crypto.subtle.verify(
+    "HMAC",
+    await macKey(secret, PURPOSE),
+    fromBase64url(mac),
+    payload(deviceId, Number(expiry), account),
+  );
   return valid ? { id: deviceId, issuedAt: Number(expiry) - DEVICE_TOKEN_TTL_SECONDS } : undefined;
 }

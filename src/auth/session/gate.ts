@@ -54,7 +54,12 @@ export function jwtSecretOf(c: Context<AppEnv>): string {
 }
 
 /** The answer of a login and of a refresh: the spec's `token`, and the refresh token beside it. */
-export async function sessionTokens(caller: AccessClaims, generation: number, secret: string, log: Logger): Promise<TokensJson> {
+export async function sessionTokens(
+  caller: AccessClaims,
+  generation: number,
+  secret: string,
+  log: Logger,
+): Promise<TokensJson> {
   const [token, refreshToken] = await Promise.all([
     signAccessToken(caller, secret, log),
     refreshTokenFor({ sessionId: caller.sessionId, generation }, secret),
@@ -71,11 +76,21 @@ export async function passGate(c: Context<AppEnv>, proof: SignInProof, alongside
   if (!proof.factorDue) return openSession(c, proof, alongside);
   const { db, log } = c.var;
   const { account, amr, deviceId, provider } = proof;
-  const challenged = { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), deviceId: deviceId ?? null, provider: provider ?? null };
+  const challenged = {
+    userId: account.id,
+    signInEpoch: account.signInEpoch,
+    amr: amr.join(" "),
+    deviceId: deviceId ?? null,
+    provider: provider ?? null,
+  };
   const challenge = await newChallenge(db, challenged, Date.now());
   await db.batch([challenge.statement, ...alongside]);
   log.info("mfa_challenge_created", { userId: account.id });
-  const answer: MfaChallengeJson = { mfa_required: true, mfa_token: challenge.token, expires_in: MFA_TOKEN_TTL_MS / SECOND };
+  const answer: MfaChallengeJson = {
+    mfa_required: true,
+    mfa_token: challenge.token,
+    expires_in: MFA_TOKEN_TTL_MS / SECOND,
+  };
   return c.json(answer, 200);
 }
 
@@ -85,12 +100,20 @@ export async function passGate(c: Context<AppEnv>, proof: SignInProof, alongside
  * proof's, with `alongside` in the same transaction; answers the tokens and the device's token (renewed
  * for the device it came from, or a new device's). Nothing is stored for the device token (devices.ts).
  */
-export async function openSession(c: Context<AppEnv>, { account, amr, deviceId, provider }: Omit<SignInProof, "factorDue">, alongside: BatchItem<"sqlite">[]) {
+export async function openSession(
+  c: Context<AppEnv>,
+  { account, amr, deviceId, provider }: Omit<SignInProof, "factorDue">,
+  alongside: BatchItem<"sqlite">[],
+) {
   const { db, log } = c.var;
   const now = Date.now();
   const secret = jwtSecretOf(c);
   const userAgent = shortUserAgent(c.req.header("User-Agent"));
-  const session = createSession(db, { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), provider: provider ?? null, userAgent }, now);
+  const session = createSession(
+    db,
+    { userId: account.id, signInEpoch: account.signInEpoch, amr: amr.join(" "), provider: provider ?? null, userAgent },
+    now,
+  );
   const [created] = await db.batch([session.query, ...alongside]);
   // The password was reset or changed, or the account deleted, while the proof was checked.
   if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);

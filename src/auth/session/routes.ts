@@ -9,7 +9,13 @@ import { MINUTE, SECOND } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS, loginCounter } from "../limits/login";
+import {
+  DEVICE_FAILURES_BEFORE_LOCK,
+  DEVICE_LOCK_MS,
+  LOGIN_FAILURES_BEFORE_LOCK,
+  LOGIN_LOCK_MS,
+  loginCounter,
+} from "../limits/login";
 import { claimSlot, releaseWindow } from "../limits/windows";
 import { AuthMessage } from "../messages";
 import { isActive, factorOf } from "../mfa/factor";
@@ -18,7 +24,16 @@ import { LoginBody, RefreshBody } from "../schemas";
 import type { SessionJson } from "../shapes";
 import { maybeDeviceToken, readDeviceToken, STALE_DEVICE_FAILURES_PER_HOUR, staleDevicesWindow } from "./devices";
 import { jwtSecretOf, passGate, sessionTokens } from "./gate";
-import { accountByEmail, deviceAccount, endOtherSessionsNow, endSession, endSessionById, listSessions, REFRESH_GRACE_MS, rotateSession } from "./store";
+import {
+  accountByEmail,
+  deviceAccount,
+  endOtherSessionsNow,
+  endSession,
+  endSessionById,
+  listSessions,
+  REFRESH_GRACE_MS,
+  rotateSession,
+} from "./store";
 
 /**
  * The device a login is judged on: the device of a valid device token of the address's account (only a
@@ -26,7 +41,12 @@ import { accountByEmail, deviceAccount, endOtherSessionsNow, endSession, endSess
  * last password change) also claims a slot of the account's stale-device allowance, given back by a right
  * password; with the allowance used up it counts for nothing (see devices.ts).
  */
-async function deviceOf(c: Context<AppEnv>, email: string, token: unknown, now: number): Promise<{ id: string; stale?: { window: string; windowStart: number } } | undefined> {
+async function deviceOf(
+  c: Context<AppEnv>,
+  email: string,
+  token: unknown,
+  now: number,
+): Promise<{ id: string; stale?: { window: string; windowStart: number } } | undefined> {
   if (!maybeDeviceToken(token, now)) return undefined;
   const { db } = c.var;
   const account = await deviceAccount(db, email);
@@ -53,18 +73,28 @@ async function passwordLogin(c: Context<AppEnv>, email: string, password: string
   // valid device token) is judged on its own attempts instead.
   const [[claim], [user], [lock]] = await db.batch([counter.claim, accountByEmail(db, email), counter.lock]);
   if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
-  if (claim.lockedUntil > 0) log.warn("login_locked", { email: maskEmail(email), lockedForMs: counter.lockMs, ...(deviceId && { deviceId }) });
+  if (claim.lockedUntil > 0)
+    log.warn("login_locked", { email: maskEmail(email), lockedForMs: counter.lockMs, ...(deviceId && { deviceId }) });
 
   // The password is checked first: an unverified account with a wrong password is a 401, not a 403.
   // A failure needs no further write: the claim has counted it.
-  if (!(await verifyPassword(password, user?.password, config.bcryptCost)) || !user) return c.text(AuthMessage.invalidCredentials, 401);
+  if (!(await verifyPassword(password, user?.password, config.bcryptCost)) || !user)
+    return c.text(AuthMessage.invalidCredentials, 401);
   // The right password ends the run of attempts, and gives back a stale device's slot.
-  const release = [counter.release(claim.lockedUntil), ...(device?.stale ? [releaseWindow(db, device.stale.window, device.stale.windowStart)] : [])];
+  const release = [
+    counter.release(claim.lockedUntil),
+    ...(device?.stale ? [releaseWindow(db, device.stale.window, device.stale.windowStart)] : []),
+  ];
   if (!user.isVerified) {
     await batchOf(db, release);
     return c.text(AuthMessage.notVerified, 403);
   }
-  const proof = { account: { id: user.id, email, signInEpoch: user.signInEpoch }, amr: ["pwd"] as const, deviceId, factorDue: isActive(factorOf(user)) };
+  const proof = {
+    account: { id: user.id, email, signInEpoch: user.signInEpoch },
+    amr: ["pwd"] as const,
+    deviceId,
+    factorDue: isActive(factorOf(user)),
+  };
   return passGate(c, proof, release);
 }
 
@@ -82,14 +112,29 @@ export const sessionRoutes = new Hono<AppEnv>()
         `for ${DEVICE_LOCK_MS / MINUTE} minutes). Any other device_token counts as none.`,
       requestExample: { email: "ada@example.com", password: "correct horse battery" },
       responses: {
-        "200": json("Logged in; or, for an account with two-factor authentication, the challenge to answer at POST /auth/mfa/verify", {
-          oneOf: [ref("Login"), ref("MfaChallenge")],
-        }),
-        "400": text("Malformed input", AuthMessage.emailAndPasswordRequired, AuthMessage.emailAndPasswordStrings, AuthMessage.invalidEmail, ...badJson),
+        "200": json(
+          "Logged in; or, for an account with two-factor authentication, the challenge to answer at POST /auth/mfa/verify",
+          {
+            oneOf: [ref("Login"), ref("MfaChallenge")],
+          },
+        ),
+        "400": text(
+          "Malformed input",
+          AuthMessage.emailAndPasswordRequired,
+          AuthMessage.emailAndPasswordStrings,
+          AuthMessage.invalidEmail,
+          ...badJson,
+        ),
         "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
         "403": text("E-mail not verified", AuthMessage.notVerified),
         ...accountErrors,
-        "429": throttled(text("Address (or device) locked, or the per-client limit", AuthMessage.loginLocked, AuthMessage.clientThrottled)),
+        "429": throttled(
+          text(
+            "Address (or device) locked, or the per-client limit",
+            AuthMessage.loginLocked,
+            AuthMessage.clientThrottled,
+          ),
+        ),
       },
     }),
     jsonBody(LoginBody),
@@ -110,7 +155,12 @@ export const sessionRoutes = new Hono<AppEnv>()
       requestExample: { refresh_token: "AAAAAAAAAAAAAAAAAAAAAA.0.…" },
       responses: {
         "200": json("A new pair of tokens", ref("Tokens")),
-        "400": text("Missing or malformed field", AuthMessage.refreshTokenRequired, AuthMessage.refreshTokenString, ...badJson),
+        "400": text(
+          "Missing or malformed field",
+          AuthMessage.refreshTokenRequired,
+          AuthMessage.refreshTokenString,
+          ...badJson,
+        ),
         "401": text("Malformed, unknown, replaced, expired or revoked refresh token", AuthMessage.invalidRefreshToken),
         ...accountErrors,
       },
@@ -124,11 +174,18 @@ export const sessionRoutes = new Hono<AppEnv>()
       if (!claims) return c.text(AuthMessage.invalidRefreshToken, 401);
       const { rotated, revoked } = await rotateSession(db, claims, Date.now());
       if (revoked) {
-        log.warn("refresh_token_reused", { userId: revoked.userId, sessionId: claims.sessionId, detail: "session revoked" });
+        log.warn("refresh_token_reused", {
+          userId: revoked.userId,
+          sessionId: claims.sessionId,
+          detail: "session revoked",
+        });
         c.var.sessionsEnded(revoked.userId);
       }
       if (!rotated) return c.text(AuthMessage.invalidRefreshToken, 401);
-      return c.json(await sessionTokens({ userId: rotated.userId, sessionId: claims.sessionId }, rotated.generation, secret, log), 200);
+      return c.json(
+        await sessionTokens({ userId: rotated.userId, sessionId: claims.sessionId }, rotated.generation, secret, log),
+        200,
+      );
     },
   )
 
@@ -164,18 +221,16 @@ export const sessionRoutes = new Hono<AppEnv>()
       const list = await listSessions(c.var.db, caller, Date.now());
       if (!list) return unauthorized(c);
       return c.json(
-        list.map(
-          (session): SessionJson => ({
-            id: session.id,
-            created_at: new Date(session.createdAt).toISOString(),
-            last_used_at: new Date(session.lastUsedAt).toISOString(),
-            expires_at: new Date(session.expiresAt).toISOString(),
-            user_agent: session.userAgent,
-            amr: session.amr.split(" "),
-            provider: session.provider,
-            current: session.id === caller.sessionId,
-          }),
-        ),
+        list.map((session): SessionJson => ({
+          id: session.id,
+          created_at: new Date(session.createdAt).toISOString(),
+          last_used_at: new Date(session.lastUsedAt).toISOString(),
+          expires_at: new Date(session.expiresAt).toISOString(),
+          user_agent: session.userAgent,
+          amr: session.amr.split(" "),
+          provider: session.provider,
+          current: session.id === caller.sessionId,
+        })),
         200,
       );
     },
@@ -202,8 +257,20 @@ export const sessionRoutes = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "End one of your sessions",
-      parameters: [{ name: "id", in: "path", required: true, description: "A session id from GET /auth/sessions", schema: { type: "string" } }],
-      responses: { "204": { description: "Ended" }, "404": text("No such session of the caller", AuthMessage.sessionNotFound), ...bearerErrors },
+      parameters: [
+        {
+          name: "id",
+          in: "path",
+          required: true,
+          description: "A session id from GET /auth/sessions",
+          schema: { type: "string" },
+        },
+      ],
+      responses: {
+        "204": { description: "Ended" },
+        "404": text("No such session of the caller", AuthMessage.sessionNotFound),
+        ...bearerErrors,
+      },
     }),
     requireAccessToken,
     async (c) => {

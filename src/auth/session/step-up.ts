@@ -62,7 +62,12 @@ function callerAccountQuery(db: Database, ofSession: SQL) {
     .where(ofSession);
 }
 
-function toCallerAccount({ totpStatus, totpSecret, totpLastStep, ...row }: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
+function toCallerAccount({
+  totpStatus,
+  totpSecret,
+  totpLastStep,
+  ...row
+}: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
   return { ...row, factor: factorOf({ totpStatus, totpSecret, totpLastStep }) };
 }
 
@@ -77,7 +82,10 @@ export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims)
  * for a missing one), and the second factor's `code` while it is on (when asked).
  */
 export interface Proof {
-  /** `missing` answers a missing password with a 400 (`missingStatus` 401 where an interface says so: the passkey step-ups). */
+  /**
+   * `missing` answers a missing password with a 400 (`missingStatus` 401 where an interface says so: the passkey
+   * step-ups).
+   */
   password?: { value: string | undefined; missing: string; missingStatus?: 400 | 401 };
   /** Asks for the step-up: undefined when the body carried no code. */
   code?: { value: string | undefined };
@@ -101,8 +109,14 @@ async function claimCheck(db: Database, ofCaller: SQL) {
  * (NO_PASSWORD, whatever was typed): passed by the code when TOTP is on and asked for (`codeFollows`),
  * else by a session opened within RECENT_SIGN_IN_MS, else "stale".
  */
-async function passwordCheck(c: Context<CallerEnv>, account: CallerAccount, typed: string | undefined, codeFollows: boolean) {
-  if (account.password === NO_PASSWORD) return codeFollows || account.sessionCreatedAt > Date.now() - RECENT_SIGN_IN_MS ? "passed" : "stale";
+async function passwordCheck(
+  c: Context<CallerEnv>,
+  account: CallerAccount,
+  typed: string | undefined,
+  codeFollows: boolean,
+) {
+  if (account.password === NO_PASSWORD)
+    return codeFollows || account.sessionCreatedAt > Date.now() - RECENT_SIGN_IN_MS ? "passed" : "stale";
   if (typed === undefined) return "missing";
   return (await verifyPassword(typed, account.password, c.var.config.bcryptCost)) ? "passed" : "wrong";
 }
@@ -111,14 +125,21 @@ async function passwordCheck(c: Context<CallerEnv>, account: CallerAccount, type
  * Checks the proof. Returns the account, or the answer to give: 401 for no session or a session out of
  * checks, a wrong password, a missing or wrong code while two-factor authentication is on.
  */
-export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promise<{ account: CallerAccount } | { refused: Response }> {
+export async function reauthenticate(
+  c: Context<CallerEnv>,
+  proof: Proof,
+): Promise<{ account: CallerAccount } | { refused: Response }> {
   const { db, log } = c.var;
   const caller = c.var.caller;
   const checked = await claimCheck(db, callerSession(caller, Date.now()));
   if (!checked) return { refused: unauthorized(c) };
   const { claim, account } = checked;
   const ofThisSession = and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId));
-  const giveBack = () => db.update(sessions).set({ passwordFailures: sql`${sessions.passwordFailures} - 1` }).where(ofThisSession);
+  const giveBack = () =>
+    db
+      .update(sessions)
+      .set({ passwordFailures: sql`${sessions.passwordFailures} - 1` })
+      .where(ofThisSession);
   const wrong = async (message: string) => {
     if (claim.passwordFailures >= PASSWORD_CHECKS_PER_SESSION) {
       // Only while the count still stands there: a right check running alongside may have given its claim back.
@@ -129,11 +150,17 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
     return { refused: c.text(message, 401) };
   };
 
-  const byPassword = proof.password && (await passwordCheck(c, account, proof.password.value, !!proof.code && isActive(account.factor)));
+  const byPassword =
+    proof.password && (await passwordCheck(c, account, proof.password.value, !!proof.code && isActive(account.factor)));
   if (byPassword === "wrong") return wrong(AuthMessage.wrongPassword);
   if (byPassword === "missing" || byPassword === "stale") {
     await giveBack();
-    return { refused: byPassword === "missing" ? c.text(proof.password!.missing, proof.password!.missingStatus ?? 400) : c.text(AuthMessage.signInAgain, 401) };
+    return {
+      refused:
+        byPassword === "missing"
+          ? c.text(proof.password!.missing, proof.password!.missingStatus ?? 400)
+          : c.text(AuthMessage.signInAgain, 401),
+    };
   }
   if (proof.code && isActive(account.factor)) {
     const code = proof.code.value;
@@ -146,7 +173,8 @@ export async function reauthenticate(c: Context<CallerEnv>, proof: Proof): Promi
       await giveBack();
       return { refused: tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped) };
     }
-    if ("refused" in check) return wrong(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode);
+    if ("refused" in check)
+      return wrong(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode);
   }
   await giveBack();
   return { account };

@@ -8,7 +8,9 @@ import type { Database } from "../../types";
 import { callerSession, liveSession, sessionCheck } from "../caller";
 import { factorFields } from "../mfa/factor";
 
-/** Server-side sessions: one per sign-in, checked wherever an access token is. The only SQL of `sessions`' lifecycle. */
+/**
+ * Server-side sessions: one per sign-in, checked wherever an access token is. The only SQL of `sessions`' lifecycle.
+ */
 
 /** A session ends this long after its last refresh... */
 export const SESSION_IDLE_MS = 30 * DAY;
@@ -28,18 +30,32 @@ export function shortUserAgent(header: string | undefined): string | null {
 /** The account a sign-in by address reads, with its factor: one row or none. */
 export function accountByEmail(db: Database, email: string) {
   return db
-    .select({ id: users.id, password: users.password, isVerified: users.isVerified, signInEpoch: users.signInEpoch, ...factorFields })
+    .select({
+      id: users.id,
+      password: users.password,
+      isVerified: users.isVerified,
+      signInEpoch: users.signInEpoch,
+      ...factorFields,
+    })
     .from(users)
     .where(eq(users.email, email));
 }
 
 /** What a device token is checked against: the account of the address, if any, and when its password last changed. */
-export async function deviceAccount(db: Database, email: string): Promise<{ id: number; email: string; passwordChangedAt: number } | undefined> {
-  const [account] = await db.select({ id: users.id, email: users.email, passwordChangedAt: users.passwordChangedAt }).from(users).where(eq(users.email, email));
+export async function deviceAccount(
+  db: Database,
+  email: string,
+): Promise<{ id: number; email: string; passwordChangedAt: number } | undefined> {
+  const [account] = await db
+    .select({ id: users.id, email: users.email, passwordChangedAt: users.passwordChangedAt })
+    .from(users)
+    .where(eq(users.email, email));
   return account;
 }
 
-/** What a new session is opened for: the account, its sign-in epoch as the proof read it, and how the user signed in. */
+/**
+ * What a new session is opened for: the account, its sign-in epoch as the proof read it, and how the user signed in.
+ */
 export interface NewSession {
   userId: number;
   signInEpoch: number;
@@ -136,8 +152,16 @@ export async function endSession(db: Database, caller: AccessClaims, now: number
   return ended !== undefined;
 }
 
-/** Ends the caller's session `id`, while the caller's own is live: whether the caller's was live, and whether `id` ended. */
-export async function endSessionById(db: Database, caller: AccessClaims, id: string, now: number): Promise<{ live: boolean; ended: boolean }> {
+/**
+ * Ends the caller's session `id`, while the caller's own is live: whether the caller's was live, and whether `id`
+ * ended.
+ */
+export async function endSessionById(
+  db: Database,
+  caller: AccessClaims,
+  id: string,
+  now: number,
+): Promise<{ live: boolean; ended: boolean }> {
   const [[live], ended] = await db.batch([
     sessionCheck(db, caller, now),
     db
@@ -150,13 +174,20 @@ export async function endSessionById(db: Database, caller: AccessClaims, id: str
 
 /** Ends every other session of the caller, while the caller's is live: false when it was not. */
 export async function endOtherSessionsNow(db: Database, caller: AccessClaims, now: number): Promise<boolean> {
-  const [[live]] = await db.batch([sessionCheck(db, caller, now), endOtherSessions(db, caller, liveSession(caller, now))]);
+  const [[live]] = await db.batch([
+    sessionCheck(db, caller, now),
+    endOtherSessions(db, caller, liveSession(caller, now)),
+  ]);
   return live !== undefined;
 }
 
-/** The statement that ends every session of the caller's account but the caller's, when `condition` holds: for a batch. */
+/**
+ * The statement that ends every session of the caller's account but the caller's, when `condition` holds: for a batch.
+ */
 export function endOtherSessions(db: Database, caller: AccessClaims, condition?: SQL) {
-  return db.delete(sessions).where(and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), condition));
+  return db
+    .delete(sessions)
+    .where(and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), condition));
 }
 
 /** The statement that ends every session of the account, when `condition` holds: for a batch. */

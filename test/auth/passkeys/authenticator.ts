@@ -125,8 +125,15 @@ export class SoftwarePasskey {
   }
 
   /** A new passkey; `credentialId` another's id (an impostor: the same id, another key). */
-  static async create({ counting = true, flags = {}, credentialId }: { counting?: boolean; flags?: Flags; credentialId?: Uint8Array } = {}): Promise<SoftwarePasskey> {
-    const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as KeyPair;
+  static async create({
+    counting = true,
+    flags = {},
+    credentialId,
+  }: { counting?: boolean; flags?: Flags; credentialId?: Uint8Array } = {}): Promise<SoftwarePasskey> {
+    const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+      "sign",
+      "verify",
+    ])) as KeyPair;
     return new SoftwarePasskey(keys, counting, flags, credentialId ?? crypto.getRandomValues(new Uint8Array(32)));
   }
 
@@ -137,26 +144,56 @@ export class SoftwarePasskey {
   /** The COSE_Key of the public key (EC2, ES256, P-256). */
   async coseKey(): Promise<Uint8Array> {
     const raw = new Uint8Array((await crypto.subtle.exportKey("raw", this.keys.publicKey)) as ArrayBuffer);
-    return cbor(new Map<Cbor, Cbor>([[1, 2], [3, -7], [-1, 1], [-2, raw.slice(1, 33)], [-3, raw.slice(33, 65)]]));
+    return cbor(
+      new Map<Cbor, Cbor>([
+        [1, 2],
+        [3, -7],
+        [-1, 1],
+        [-2, raw.slice(1, 33)],
+        [-3, raw.slice(33, 65)],
+      ]),
+    );
   }
 
   /** What navigator.credentials.create() answers for `options` (the `options` of register/options), as JSON. */
-  async register(options: { challenge: string; rp: { id: string }; user: { id: string } }, overrides: CeremonyOverrides = {}) {
+  async register(
+    options: { challenge: string; rp: { id: string }; user: { id: string } },
+    overrides: CeremonyOverrides = {},
+  ) {
     this.userHandle = options.user.id;
-    const attestedCredential = concat(new Uint8Array(16), Uint8Array.of(this.credentialId.length >> 8, this.credentialId.length & 0xff), this.credentialId, await this.coseKey());
+    const attestedCredential = concat(
+      new Uint8Array(16),
+      Uint8Array.of(this.credentialId.length >> 8, this.credentialId.length & 0xff),
+      this.credentialId,
+      await this.coseKey(),
+    );
     const authData = concat(
       await sha256(utf8(overrides.rpId ?? options.rp.id)),
       Uint8Array.of(flagByte({ ...this.flags, ...overrides.flags }, true)),
       counterBytes(this.counter),
       attestedCredential,
     );
-    const attestationObject = cbor(new Map<Cbor, Cbor>([["fmt", "none"], ["attStmt", new Map()], ["authData", authData]]));
-    const data = clientData(overrides.type ?? "webauthn.create", overrides.challenge ?? options.challenge, overrides.origin ?? DEV_ORIGIN);
+    const attestationObject = cbor(
+      new Map<Cbor, Cbor>([
+        ["fmt", "none"],
+        ["attStmt", new Map()],
+        ["authData", authData],
+      ]),
+    );
+    const data = clientData(
+      overrides.type ?? "webauthn.create",
+      overrides.challenge ?? options.challenge,
+      overrides.origin ?? DEV_ORIGIN,
+    );
     return {
       id: this.id,
       rawId: this.id,
       type: "public-key",
-      response: { clientDataJSON: b64url(data), attestationObject: b64url(attestationObject), transports: ["internal", "hybrid"] },
+      response: {
+        clientDataJSON: b64url(data),
+        attestationObject: b64url(attestationObject),
+        transports: ["internal", "hybrid"],
+      },
       authenticatorAttachment: "platform",
       clientExtensionResults: { credProps: { rk: true } },
     };
@@ -164,24 +201,39 @@ export class SoftwarePasskey {
 
   /**
    * What navigator.credentials.get() answers for `options` (the `options` of login/options), as JSON: the
-   * counter moves on first when the passkey counts. `userHandle: null` sends none (nor does a passkey never registered).
+   * counter moves on first when the passkey counts. `userHandle: null` sends none (nor does a passkey never
+   * registered).
    */
-  async assert(options: { challenge: string; rpId: string }, overrides: CeremonyOverrides & { counter?: number; userHandle?: string | null } = {}) {
+  async assert(
+    options: { challenge: string; rpId: string },
+    overrides: CeremonyOverrides & { counter?: number; userHandle?: string | null } = {},
+  ) {
     if (this.counting) this.counter++;
     const authData = concat(
       await sha256(utf8(overrides.rpId ?? options.rpId)),
       Uint8Array.of(flagByte({ ...this.flags, ...overrides.flags }, false)),
       counterBytes(overrides.counter ?? this.counter),
     );
-    const data = clientData(overrides.type ?? "webauthn.get", overrides.challenge ?? options.challenge, overrides.origin ?? DEV_ORIGIN);
+    const data = clientData(
+      overrides.type ?? "webauthn.get",
+      overrides.challenge ?? options.challenge,
+      overrides.origin ?? DEV_ORIGIN,
+    );
     const signed = concat(authData, await sha256(data));
-    const signature = derSignature(new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.keys.privateKey, signed)));
+    const signature = derSignature(
+      new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.keys.privateKey, signed)),
+    );
     const userHandle = overrides.userHandle === undefined ? this.userHandle : overrides.userHandle;
     return {
       id: this.id,
       rawId: this.id,
       type: "public-key",
-      response: { clientDataJSON: b64url(data), authenticatorData: b64url(authData), signature: b64url(signature), ...(userHandle ? { userHandle } : {}) },
+      response: {
+        clientDataJSON: b64url(data),
+        authenticatorData: b64url(authData),
+        signature: b64url(signature),
+        ...(userHandle ? { userHandle } : {}),
+      },
       authenticatorAttachment: "platform",
       clientExtensionResults: {},
     };

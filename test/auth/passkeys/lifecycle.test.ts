@@ -1,6 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { bearer, call, confirmEmailChange, count, emailChangeCode, fireCron, logIn, mailsWithSubject, NEW_PASSWORD, PASSWORD, PASSWORD_CHANGED_TEXT, randomEmail, reset, resetCode, revertTokenMailed, storedUser, Subject, textOf } from "../../helpers";
-import { expireChallenge, INVALID_PASSKEY, registeredPasskey, requestOptions, signedInAccount, signIn, storedChallenge, storedPasskeys } from "./support";
+import {
+  bearer,
+  call,
+  confirmEmailChange,
+  count,
+  emailChangeCode,
+  fireCron,
+  logIn,
+  mailsWithSubject,
+  NEW_PASSWORD,
+  PASSWORD,
+  PASSWORD_CHANGED_TEXT,
+  randomEmail,
+  reset,
+  resetCode,
+  revertTokenMailed,
+  storedUser,
+  Subject,
+  textOf,
+} from "../../helpers";
+import {
+  expireChallenge,
+  INVALID_PASSKEY,
+  registeredPasskey,
+  requestOptions,
+  signedInAccount,
+  signIn,
+  storedChallenge,
+  storedPasskeys,
+} from "./support";
 
 /**
  * Passkeys across the account's life: deleting the account takes them with it; a new password (reset or
@@ -32,10 +60,17 @@ describe("passkeys and the account's life", () => {
   it("stay through a password change, which says so in its notice, and keep signing in", async () => {
     const { email, session } = await signedInAccount();
     const { passkey } = await registeredPasskey(session.token);
-    const changed = await call("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD }, bearer(session.token));
+    const changed = await call(
+      "POST",
+      "/auth/change-password",
+      { current_password: PASSWORD, new_password: NEW_PASSWORD },
+      bearer(session.token),
+    );
     expect(changed.status).toBe(200);
     expect((await signIn(passkey)).status).toBe(200);
-    expect((await mailsWithSubject(email, Subject.passwordChanged)).map((mail) => mail.text)).toEqual([PASSWORD_CHANGED_TEXT]);
+    expect((await mailsWithSubject(email, Subject.passwordChanged)).map((mail) => mail.text)).toEqual([
+      PASSWORD_CHANGED_TEXT,
+    ]);
   });
 
   it("added after an e-mail change are removed when the change is undone; older ones stay", async () => {
@@ -43,9 +78,13 @@ describe("passkeys and the account's life", () => {
     const before = await registeredPasskey(session.token);
     const thiefSession = await logIn(owner);
     const thief = randomEmail("thief");
-    expect((await confirmEmailChange(thiefSession.token, await emailChangeCode(owner, thiefSession.token, thief))).status).toBe(200);
+    expect(
+      (await confirmEmailChange(thiefSession.token, await emailChangeCode(owner, thiefSession.token, thief))).status,
+    ).toBe(200);
     const added = await registeredPasskey(thiefSession.token);
-    expect((await call("POST", "/auth/revert-email-change", { token: await revertTokenMailed(owner) })).status).toBe(200);
+    expect((await call("POST", "/auth/revert-email-change", { token: await revertTokenMailed(owner) })).status).toBe(
+      200,
+    );
     expect((await storedPasskeys(owner)).map((passkey) => passkey.id)).toEqual([before.id]);
     expect(await textOf(await signIn(added.passkey))).toEqual(INVALID_PASSKEY);
     expect((await signIn(before.passkey)).status).toBe(200);

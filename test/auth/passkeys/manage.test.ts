@@ -1,7 +1,26 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import { bearer, call, callWithEnv, expectEnded, JSON_TYPE, jsonOf, mailsWithSubject, PASSWORD, TEXT, textOf } from "../../helpers";
-import { INVALID_PASSKEY, registeredPasskey, signedInAccount, signIn, storedPasskeys, totpCode, turnOnTotp } from "./support";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  expectEnded,
+  JSON_TYPE,
+  jsonOf,
+  mailsWithSubject,
+  PASSWORD,
+  TEXT,
+  textOf,
+} from "../../helpers";
+import {
+  INVALID_PASSKEY,
+  registeredPasskey,
+  signedInAccount,
+  signIn,
+  storedPasskeys,
+  totpCode,
+  turnOnTotp,
+} from "./support";
 
 /** The caller's passkeys (src/auth/passkeys/manage.ts): list, rename, remove. */
 
@@ -13,7 +32,8 @@ const REMOVED = "A Passkey Was Removed from Your Account";
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const list = (token: string) => call("GET", "/auth/passkeys", undefined, bearer(token));
 const rename = (token: string, id: string, body: unknown) => call("PATCH", `/auth/passkeys/${id}`, body, bearer(token));
-const remove = (token: string, id: string, body: Record<string, unknown> = { password: PASSWORD }) => call("DELETE", `/auth/passkeys/${id}`, body, bearer(token));
+const remove = (token: string, id: string, body: Record<string, unknown> = { password: PASSWORD }) =>
+  call("DELETE", `/auth/passkeys/${id}`, body, bearer(token));
 
 describe("GET /auth/passkeys", () => {
   it("lists the caller's passkeys, oldest first, with when each was last used, and nobody else's", async () => {
@@ -27,16 +47,28 @@ describe("GET /auth/passkeys", () => {
     const { status, body } = await jsonOf(await list(session.token));
     expect(status).toBe(200);
     expect(body).toEqual([
-      { id: first.id, name: "Passkey", created_at: expect.stringMatching(ISO), last_used_at: expect.stringMatching(ISO), backed_up: false },
+      {
+        id: first.id,
+        name: "Passkey",
+        created_at: expect.stringMatching(ISO),
+        last_used_at: expect.stringMatching(ISO),
+        backed_up: false,
+      },
       { id: second.id, name: "Passkey", created_at: expect.stringMatching(ISO), last_used_at: null, backed_up: true },
     ]);
   });
 
   it("answers 401 without a live session, and works while passkeys are not set up", async () => {
     const { session } = await signedInAccount();
-    expect((await callWithEnv({ WEBAUTHN_RP_ID: "" }, "GET", "/auth/passkeys", undefined, bearer(session.token))).status).toBe(200);
+    expect(
+      (await callWithEnv({ WEBAUTHN_RP_ID: "" }, "GET", "/auth/passkeys", undefined, bearer(session.token))).status,
+    ).toBe(200);
     expect((await call("POST", "/auth/logout", undefined, bearer(session.token))).status).toBe(204);
-    expect(await textOf(await list(session.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await list(session.token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
   });
 });
 
@@ -46,7 +78,13 @@ describe("PATCH /auth/passkeys/{id}", () => {
     const { id } = await registeredPasskey(session.token);
     const { status, body } = await jsonOf(await rename(session.token, id, { name: "  Work laptop " }));
     expect(status).toBe(200);
-    expect(body).toEqual({ id, name: "Work laptop", created_at: expect.stringMatching(ISO), last_used_at: null, backed_up: false });
+    expect(body).toEqual({
+      id,
+      name: "Work laptop",
+      created_at: expect.stringMatching(ISO),
+      last_used_at: null,
+      backed_up: false,
+    });
     expect((await storedPasskeys(email))[0]).toMatchObject({ name: "Work laptop" });
   });
 
@@ -69,7 +107,11 @@ describe("PATCH /auth/passkeys/{id}", () => {
     const theirs = await signedInAccount();
     const { id } = await registeredPasskey(theirs.session.token);
     for (const target of [id, "no-such-passkey"]) {
-      expect(await textOf(await rename(mine.session.token, target, { name: "Mine now" }))).toEqual({ status: 404, type: TEXT, body: AuthMessage.passkeyNotFound });
+      expect(await textOf(await rename(mine.session.token, target, { name: "Mine now" }))).toEqual({
+        status: 404,
+        type: TEXT,
+        body: AuthMessage.passkeyNotFound,
+      });
     }
     expect((await storedPasskeys(theirs.email))[0]).toMatchObject({ name: "Passkey" });
   });
@@ -94,16 +136,28 @@ describe("DELETE /auth/passkeys/{id}", () => {
     const mine = await signedInAccount();
     const theirs = await signedInAccount();
     const { passkey, id } = await registeredPasskey(theirs.session.token);
-    expect(await textOf(await remove(mine.session.token, id))).toEqual({ status: 404, type: TEXT, body: AuthMessage.passkeyNotFound });
+    expect(await textOf(await remove(mine.session.token, id))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.passkeyNotFound,
+    });
     expect((await signIn(passkey)).status).toBe(200);
   });
 
   it("answers 401 for a missing password (not counted) and a wrong one (counted: the fifth ends the session)", async () => {
     const { session } = await signedInAccount();
     const { id } = await registeredPasskey(session.token);
-    expect(await textOf(await remove(session.token, id, {}))).toEqual({ status: 401, type: TEXT, body: AuthMessage.passwordRequired });
+    expect(await textOf(await remove(session.token, id, {}))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.passwordRequired,
+    });
     for (let i = 0; i < 5; i++) {
-      expect(await textOf(await remove(session.token, id, { password: "wrong password" }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+      expect(await textOf(await remove(session.token, id, { password: "wrong password" }))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.wrongPassword,
+      });
     }
     await expectEnded(session);
   });
@@ -112,8 +166,16 @@ describe("DELETE /auth/passkeys/{id}", () => {
     const { email, session } = await signedInAccount();
     const { id } = await registeredPasskey(session.token);
     const secret = await turnOnTotp(session.token);
-    expect(await textOf(await remove(session.token, id))).toEqual({ status: 401, type: TEXT, body: AuthMessage.mfaCodeRequired });
-    expect(await textOf(await remove(session.token, id, { password: PASSWORD, code: "000000" }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
+    expect(await textOf(await remove(session.token, id))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.mfaCodeRequired,
+    });
+    expect(await textOf(await remove(session.token, id, { password: PASSWORD, code: "000000" }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidMfaCode,
+    });
     expect((await remove(session.token, id, { password: PASSWORD, code: await totpCode(secret, 1) })).status).toBe(204);
     expect(await storedPasskeys(email)).toEqual([]);
   });

@@ -2,7 +2,22 @@ import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
 import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/passkeys/store";
-import { bearer, call, callWithEnv, count, expectEnded, JSON_TYPE, jsonOf, logIn, mailsWithSubject, PASSWORD, storedUser, tally, TEXT, textOf } from "../../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  count,
+  expectEnded,
+  JSON_TYPE,
+  jsonOf,
+  logIn,
+  mailsWithSubject,
+  PASSWORD,
+  storedUser,
+  tally,
+  TEXT,
+  textOf,
+} from "../../helpers";
 import { b64url, fromB64url, SoftwarePasskey } from "./authenticator";
 import {
   creationOptions,
@@ -63,7 +78,9 @@ describe("POST /auth/passkeys/register/options", () => {
     const second = await signedInAccount();
     // Two sessions of the account, five each (a session allows five password checks in flight).
     const other = await logIn(first.email);
-    const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => creationOptions((i % 2 ? other : first.session).token)));
+    const burst = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => creationOptions((i % 2 ? other : first.session).token)),
+    );
     const handles = new Set(burst.map((options) => options.user.id));
     expect(handles.size).toBe(1);
     const [handle] = [...handles];
@@ -88,40 +105,80 @@ describe("POST /auth/passkeys/register/options", () => {
     const { session } = await signedInAccount();
     const { passkey } = await registeredPasskey(session.token);
     const { body } = await jsonOf(await registrationOptions(session.token));
-    expect(body).toMatchObject({ options: { excludeCredentials: [{ id: passkey.id, type: "public-key", transports: ["internal", "hybrid"] }] } });
+    expect(body).toMatchObject({
+      options: { excludeCredentials: [{ id: passkey.id, type: "public-key", transports: ["internal", "hybrid"] }] },
+    });
   });
 
   it("answers 401 for a missing password without counting it, and for a wrong one, counted on the session like the other step-ups", async () => {
     const { session } = await signedInAccount();
     for (const body of [{}, { password: "" }]) {
-      expect(await textOf(await registrationOptions(session.token, body))).toEqual({ status: 401, type: TEXT, body: AuthMessage.passwordRequired });
+      expect(await textOf(await registrationOptions(session.token, body))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.passwordRequired,
+      });
     }
     for (let i = 0; i < 4; i++) {
-      expect(await textOf(await registrationOptions(session.token, { password: "wrong password" }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+      expect(await textOf(await registrationOptions(session.token, { password: "wrong password" }))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: AuthMessage.wrongPassword,
+      });
     }
     // The fifth wrong password ends the session, as in every step-up.
-    expect(await textOf(await registrationOptions(session.token, { password: "wrong password" }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.wrongPassword });
+    expect(await textOf(await registrationOptions(session.token, { password: "wrong password" }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
     await expectEnded(session);
   });
 
   it("answers 400 for a password that is not a string, and 401 without an access token", async () => {
     const { session } = await signedInAccount();
-    expect(await textOf(await registrationOptions(session.token, { password: 12 }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passwordString });
-    expect(await textOf(await call("POST", "/auth/passkeys/register/options", { password: PASSWORD }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(await textOf(await registrationOptions(session.token, { password: 12 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passwordString,
+    });
+    expect(await textOf(await call("POST", "/auth/passkeys/register/options", { password: PASSWORD }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidAccessToken,
+    });
   });
 
   it("with TOTP on, needs a current code too: 401 without it or with a wrong one", async () => {
     const { session } = await signedInAccount();
     const secret = await turnOnTotp(session.token);
-    expect(await textOf(await registrationOptions(session.token))).toEqual({ status: 401, type: TEXT, body: AuthMessage.mfaCodeRequired });
-    expect(await textOf(await registrationOptions(session.token, { password: PASSWORD, code: "000000" }))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidMfaCode });
-    expect((await registrationOptions(session.token, { password: PASSWORD, code: await totpCode(secret, 1) })).status).toBe(200);
+    expect(await textOf(await registrationOptions(session.token))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.mfaCodeRequired,
+    });
+    expect(await textOf(await registrationOptions(session.token, { password: PASSWORD, code: "000000" }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidMfaCode,
+    });
+    expect(
+      (await registrationOptions(session.token, { password: PASSWORD, code: await totpCode(secret, 1) })).status,
+    ).toBe(200);
   });
 
   it("answers 503 saying passkeys are not set up while WEBAUTHN_RP_ID is unset or unusable, before asking for the password", async () => {
     const { session } = await signedInAccount();
-    for (const bindings of [{ WEBAUTHN_RP_ID: "" }, { WEBAUTHN_RP_ID: "https://example.com" }, { WEBAUTHN_RP_ID: "example.com", WEBAUTHN_ORIGINS: "https://evil.test" }]) {
-      expect(await textOf(await registrationOptions(session.token, { password: "wrong" }, bindings))).toEqual({ status: 503, type: TEXT, body: AuthMessage.passkeysUnavailable });
+    for (const bindings of [
+      { WEBAUTHN_RP_ID: "" },
+      { WEBAUTHN_RP_ID: "https://example.com" },
+      { WEBAUTHN_RP_ID: "example.com", WEBAUTHN_ORIGINS: "https://evil.test" },
+    ]) {
+      expect(await textOf(await registrationOptions(session.token, { password: "wrong" }, bindings))).toEqual({
+        status: 503,
+        type: TEXT,
+        body: AuthMessage.passkeysUnavailable,
+      });
     }
     // The rest of the API does not mind.
     expect((await call("GET", "/auth/passkeys", undefined, bearer(session.token))).status).toBe(200);
@@ -135,7 +192,13 @@ describe("POST /auth/passkeys/register/verify", () => {
     const response = await registerWith(session.token, passkey, { name: "  My phone " });
     const { status, type, body } = await jsonOf(response);
     expect({ status, type }).toEqual({ status: 201, type: JSON_TYPE });
-    expect(body).toEqual({ id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), name: "My phone", created_at: expect.stringMatching(ISO), last_used_at: null, backed_up: false });
+    expect(body).toEqual({
+      id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
+      name: "My phone",
+      created_at: expect.stringMatching(ISO),
+      last_used_at: null,
+      backed_up: false,
+    });
     const answer = v.parse(PasskeyAnswer, body);
     expect(await storedPasskeys(email)).toEqual([
       {
@@ -168,8 +231,18 @@ describe("POST /auth/passkeys/register/verify", () => {
     const { session } = await signedInAccount();
     const options = await creationOptions(session.token);
     const passkey = await SoftwarePasskey.create();
-    for (const [name, message] of [["   ", AuthMessage.passkeyNameRequired], [7, AuthMessage.passkeyNameString], ["x".repeat(65), AuthMessage.passkeyNameInvalid], ["a\u0000b", AuthMessage.passkeyNameInvalid]] as const) {
-      const response = await call("POST", "/auth/passkeys/register/verify", { response: await passkey.register(options), name }, bearer(session.token));
+    for (const [name, message] of [
+      ["   ", AuthMessage.passkeyNameRequired],
+      [7, AuthMessage.passkeyNameString],
+      ["x".repeat(65), AuthMessage.passkeyNameInvalid],
+      ["a\u0000b", AuthMessage.passkeyNameInvalid],
+    ] as const) {
+      const response = await call(
+        "POST",
+        "/auth/passkeys/register/verify",
+        { response: await passkey.register(options), name },
+        bearer(session.token),
+      );
       expect(await textOf(response)).toEqual({ status: 400, type: TEXT, body: message });
     }
     expect((await registerWith(session.token, passkey, { options })).status).toBe(201);
@@ -178,10 +251,23 @@ describe("POST /auth/passkeys/register/verify", () => {
   it("answers 400 plain text for a body without a credential, or one that is not WebAuthn JSON", async () => {
     const { session } = await signedInAccount();
     const verify = (body: unknown) => call("POST", "/auth/passkeys/register/verify", body, bearer(session.token));
-    expect(await textOf(await verify({}))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passkeyResponseRequired });
+    expect(await textOf(await verify({}))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passkeyResponseRequired,
+    });
     const good = await (await SoftwarePasskey.create()).register(await creationOptions(session.token));
-    for (const response of ["x", { ...good, type: "password" }, { ...good, rawId: "not base64url!" }, { ...good, response: { clientDataJSON: good.response.clientDataJSON } }]) {
-      expect(await textOf(await verify({ response }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passkeyResponseInvalid });
+    for (const response of [
+      "x",
+      { ...good, type: "password" },
+      { ...good, rawId: "not base64url!" },
+      { ...good, response: { clientDataJSON: good.response.clientDataJSON } },
+    ]) {
+      expect(await textOf(await verify({ response }))).toEqual({
+        status: 400,
+        type: TEXT,
+        body: AuthMessage.passkeyResponseInvalid,
+      });
     }
   });
 
@@ -189,44 +275,65 @@ describe("POST /auth/passkeys/register/verify", () => {
 
   it("refuses another origin with 400 JSON, reason origin", async () => {
     const { email, session } = await signedInAccount();
-    const response = await registerWith(session.token, await SoftwarePasskey.create(), { overrides: { origin: "https://evil.test" } });
+    const response = await registerWith(session.token, await SoftwarePasskey.create(), {
+      overrides: { origin: "https://evil.test" },
+    });
     expect(await jsonOf(response)).toEqual(refused("origin", AuthMessage.passkeyOriginRefused));
     expect(await storedPasskeys(email)).toEqual([]);
   });
 
   it("refuses a credential made for another RP ID with 400 JSON, reason rp_id", async () => {
     const { session } = await signedInAccount();
-    const response = await registerWith(session.token, await SoftwarePasskey.create(), { overrides: { rpId: "evil.test" } });
+    const response = await registerWith(session.token, await SoftwarePasskey.create(), {
+      overrides: { rpId: "evil.test" },
+    });
     expect(await jsonOf(response)).toEqual(refused("rp_id", AuthMessage.passkeyRpIdRefused));
   });
 
   it("refuses a credential made without user verification with 400 JSON, reason user_verification", async () => {
     const { session } = await signedInAccount();
-    const response = await registerWith(session.token, await SoftwarePasskey.create(), { overrides: { flags: { uv: false } } });
+    const response = await registerWith(session.token, await SoftwarePasskey.create(), {
+      overrides: { flags: { uv: false } },
+    });
     expect(await jsonOf(response)).toEqual(refused("user_verification", AuthMessage.passkeyUserNotVerified));
   });
 
   it("refuses a response that is not a registration (a webauthn.get client data) with 400 JSON, reason invalid_response", async () => {
     const { session } = await signedInAccount();
-    const response = await registerWith(session.token, await SoftwarePasskey.create(), { overrides: { type: "webauthn.get" } });
+    const response = await registerWith(session.token, await SoftwarePasskey.create(), {
+      overrides: { type: "webauthn.get" },
+    });
     expect(await jsonOf(response)).toEqual(refused("invalid_response", AuthMessage.passkeyResponseRefused));
   });
 
   it("refuses a used challenge with 400 JSON, reason challenge: the challenge is used up even by a refused response", async () => {
     const { session } = await signedInAccount();
     const options = await creationOptions(session.token);
-    expect((await registerWith(session.token, await SoftwarePasskey.create(), { options, overrides: { origin: "https://evil.test" } })).status).toBe(400);
-    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options }))).toEqual(refused("challenge", AuthMessage.passkeyChallengeRefused));
+    expect(
+      (
+        await registerWith(session.token, await SoftwarePasskey.create(), {
+          options,
+          overrides: { origin: "https://evil.test" },
+        })
+      ).status,
+    ).toBe(400);
+    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options }))).toEqual(
+      refused("challenge", AuthMessage.passkeyChallengeRefused),
+    );
     const again = await creationOptions(session.token);
     expect((await registerWith(session.token, await SoftwarePasskey.create(), { options: again })).status).toBe(201);
-    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options: again }))).toEqual(refused("challenge", AuthMessage.passkeyChallengeRefused));
+    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options: again }))).toEqual(
+      refused("challenge", AuthMessage.passkeyChallengeRefused),
+    );
   });
 
   it("refuses a challenge issued to another account, and leaves it to that account", async () => {
     const mine = await signedInAccount();
     const theirs = await signedInAccount();
     const options = await creationOptions(theirs.session.token);
-    expect(await jsonOf(await registerWith(mine.session.token, await SoftwarePasskey.create(), { options }))).toEqual(refused("challenge", AuthMessage.passkeyChallengeRefused));
+    expect(await jsonOf(await registerWith(mine.session.token, await SoftwarePasskey.create(), { options }))).toEqual(
+      refused("challenge", AuthMessage.passkeyChallengeRefused),
+    );
     expect((await registerWith(theirs.session.token, await SoftwarePasskey.create(), { options })).status).toBe(201);
   });
 
@@ -234,17 +341,26 @@ describe("POST /auth/passkeys/register/verify", () => {
     const { session } = await signedInAccount();
     const signInChallenge = (await requestOptions()).challenge;
     const options = await creationOptions(session.token);
-    const fromSignIn = await registerWith(session.token, await SoftwarePasskey.create(), { options, overrides: { challenge: signInChallenge } });
+    const fromSignIn = await registerWith(session.token, await SoftwarePasskey.create(), {
+      options,
+      overrides: { challenge: signInChallenge },
+    });
     expect(await jsonOf(fromSignIn)).toEqual(refused("challenge", AuthMessage.passkeyChallengeRefused));
     await expireChallenge(options.challenge);
-    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options }))).toEqual(refused("challenge", AuthMessage.passkeyChallengeRefused));
+    expect(await jsonOf(await registerWith(session.token, await SoftwarePasskey.create(), { options }))).toEqual(
+      refused("challenge", AuthMessage.passkeyChallengeRefused),
+    );
   });
 
   it("uses one challenge once under a burst: of 10 concurrent verifies of one response, exactly one 201", async () => {
     const { email, session } = await signedInAccount();
     const passkey = await SoftwarePasskey.create();
     const response = await passkey.register(await creationOptions(session.token));
-    const answers = await Promise.all(Array.from({ length: 10 }, () => call("POST", "/auth/passkeys/register/verify", { response }, bearer(session.token))));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        call("POST", "/auth/passkeys/register/verify", { response }, bearer(session.token)),
+      ),
+    );
     expect(tally(answers)).toEqual({ 201: 1, 400: 9 });
     expect(await storedPasskeys(email)).toHaveLength(1);
   });
@@ -254,7 +370,11 @@ describe("POST /auth/passkeys/register/verify", () => {
     const second = await signedInAccount();
     const { passkey } = await registeredPasskey(first.session.token);
     for (const { session } of [first, second]) {
-      expect(await textOf(await registerWith(session.token, passkey))).toEqual({ status: 409, type: TEXT, body: AuthMessage.passkeyAlreadyRegistered });
+      expect(await textOf(await registerWith(session.token, passkey))).toEqual({
+        status: 409,
+        type: TEXT,
+        body: AuthMessage.passkeyAlreadyRegistered,
+      });
     }
     expect(await count("SELECT count(*) AS n FROM passkeys WHERE credential_id = ?", passkey.id)).toBe(1);
   });
@@ -263,8 +383,14 @@ describe("POST /auth/passkeys/register/verify", () => {
     const { email, session } = await signedInAccount();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push((await registeredPasskey(session.token)).id);
-    expect(await textOf(await registerWith(session.token, await SoftwarePasskey.create()))).toEqual({ status: 409, type: TEXT, body: AuthMessage.passkeyLimit });
-    expect(await call("DELETE", `/auth/passkeys/${ids[0]}`, { password: PASSWORD }, bearer(session.token))).toHaveProperty("status", 204);
+    expect(await textOf(await registerWith(session.token, await SoftwarePasskey.create()))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: AuthMessage.passkeyLimit,
+    });
+    expect(
+      await call("DELETE", `/auth/passkeys/${ids[0]}`, { password: PASSWORD }, bearer(session.token)),
+    ).toHaveProperty("status", 204);
     expect((await registerWith(session.token, await SoftwarePasskey.create())).status).toBe(201);
     expect(await storedPasskeys(email)).toHaveLength(10);
   });
@@ -274,14 +400,22 @@ describe("POST /auth/passkeys/register/verify", () => {
     const options = await creationOptions(session.token);
     expect((await call("POST", "/auth/logout", undefined, bearer(session.token))).status).toBe(204);
     const response = await (await SoftwarePasskey.create()).register(options);
-    expect(await textOf(await call("POST", "/auth/passkeys/register/verify", { response }, bearer(session.token)))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
+    expect(
+      await textOf(await call("POST", "/auth/passkeys/register/verify", { response }, bearer(session.token))),
+    ).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidAccessToken });
   });
 
   it("answers 503 while passkeys are not set up, leaving the challenge alone", async () => {
     const { session } = await signedInAccount();
     const options = await creationOptions(session.token);
     const response = await (await SoftwarePasskey.create()).register(options);
-    const unset = await callWithEnv({ WEBAUTHN_RP_ID: " " }, "POST", "/auth/passkeys/register/verify", { response }, bearer(session.token));
+    const unset = await callWithEnv(
+      { WEBAUTHN_RP_ID: " " },
+      "POST",
+      "/auth/passkeys/register/verify",
+      { response },
+      bearer(session.token),
+    );
     expect(await textOf(unset)).toEqual({ status: 503, type: TEXT, body: AuthMessage.passkeysUnavailable });
     expect(await storedChallenge(options.challenge)).not.toBeNull();
   });

@@ -3,7 +3,22 @@ import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
 import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/passkeys/store";
-import { bearer, call, callWithEnv, captureLogs, JSON_TYPE, jsonOf, lockLogin, login, loginFailuresRow, sessionIdOf, storedSession, tally, TEXT, textOf } from "../../helpers";
+import {
+  bearer,
+  call,
+  callWithEnv,
+  captureLogs,
+  JSON_TYPE,
+  jsonOf,
+  lockLogin,
+  login,
+  loginFailuresRow,
+  sessionIdOf,
+  storedSession,
+  tally,
+  TEXT,
+  textOf,
+} from "../../helpers";
 import { SoftwarePasskey } from "./authenticator";
 import {
   creationOptions,
@@ -37,7 +52,10 @@ async function accountWithPasskey(create: Parameters<typeof SoftwarePasskey.crea
 }
 
 async function amrOf(token: string): Promise<string[]> {
-  const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as { amr: string[]; current: boolean }[];
+  const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(token))).json()) as {
+    amr: string[];
+    current: boolean;
+  }[];
   return sessions.find((session) => session.current)!.amr;
 }
 
@@ -46,7 +64,14 @@ describe("POST /auth/passkeys/login/options", () => {
     const response = await call("POST", "/auth/passkeys/login/options", {});
     const { status, type, body } = await jsonOf(response);
     expect({ status, type }).toEqual({ status: 200, type: JSON_TYPE });
-    expect(body).toEqual({ options: { rpId: "localhost", challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), timeout: PASSKEY_CHALLENGE_TTL_MS, userVerification: "required" } });
+    expect(body).toEqual({
+      options: {
+        rpId: "localhost",
+        challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+        timeout: PASSKEY_CHALLENGE_TTL_MS,
+        userVerification: "required",
+      },
+    });
     const { challenge } = (body as { options: { challenge: string } }).options;
     const stored = await storedChallenge(challenge);
     expect(stored).toMatchObject({ kind: "authentication", user_id: null });
@@ -54,8 +79,14 @@ describe("POST /auth/passkeys/login/options", () => {
   });
 
   it("takes an empty JSON object; anything but an object is a 400, and passkeys not set up a 503", async () => {
-    expect(await textOf(await call("POST", "/auth/passkeys/login/options", "[]"))).toEqual({ status: 400, type: TEXT, body: "Request body must be a JSON object." });
-    expect(await textOf(await callWithEnv({ WEBAUTHN_RP_ID: "" }, "POST", "/auth/passkeys/login/options", {}))).toEqual({ status: 503, type: TEXT, body: AuthMessage.passkeysUnavailable });
+    expect(await textOf(await call("POST", "/auth/passkeys/login/options", "[]"))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: "Request body must be a JSON object.",
+    });
+    expect(await textOf(await callWithEnv({ WEBAUTHN_RP_ID: "" }, "POST", "/auth/passkeys/login/options", {}))).toEqual(
+      { status: 503, type: TEXT, body: AuthMessage.passkeysUnavailable },
+    );
   });
 });
 
@@ -91,11 +122,16 @@ describe("POST /auth/passkeys/login/verify", () => {
   it("renews the device token of the device it came from", async () => {
     const { email, passkey } = await accountWithPasskey();
     const first = v.parse(LoginAnswer, await (await login(email)).json());
-    const response = await verifySignIn(await passkey.assert(await requestOptions()), undefined, { device_token: first.device_token });
+    const response = await verifySignIn(await passkey.assert(await requestOptions()), undefined, {
+      device_token: first.device_token,
+    });
     const renewed = v.parse(LoginAnswer, await response.json());
     expect(renewed.device_token.split(".")[0]).toBe(first.device_token.split(".")[0]);
     // Anything else counts for nothing: a new device.
-    const other = v.parse(LoginAnswer, await (await verifySignIn(await passkey.assert(await requestOptions()), undefined, { device_token: 42 })).json());
+    const other = v.parse(
+      LoginAnswer,
+      await (await verifySignIn(await passkey.assert(await requestOptions()), undefined, { device_token: 42 })).json(),
+    );
     expect(other.device_token.split(".")[0]).not.toBe(first.device_token.split(".")[0]);
   });
 
@@ -122,15 +158,21 @@ describe("POST /auth/passkeys/login/verify", () => {
     const { session, passkey } = await accountWithPasskey();
     const registration = await creationOptions(session.token);
     const options = await requestOptions();
-    expect(await textOf(await verifySignIn(await passkey.assert(options, { challenge: registration.challenge })))).toEqual(INVALID_PASSKEY);
+    expect(
+      await textOf(await verifySignIn(await passkey.assert(options, { challenge: registration.challenge }))),
+    ).toEqual(INVALID_PASSKEY);
     expect(await storedChallenge(registration.challenge)).not.toBeNull();
-    expect(await textOf(await verifySignIn(await passkey.assert(options, { challenge: "A".repeat(43) })))).toEqual(INVALID_PASSKEY);
+    expect(await textOf(await verifySignIn(await passkey.assert(options, { challenge: "A".repeat(43) })))).toEqual(
+      INVALID_PASSKEY,
+    );
   });
 
   it("refuses another origin, and uses the challenge up doing so", async () => {
     const { passkey } = await accountWithPasskey({ counting: false });
     const options = await requestOptions();
-    expect(await textOf(await verifySignIn(await passkey.assert(options, { origin: "https://evil.test" })))).toEqual(INVALID_PASSKEY);
+    expect(await textOf(await verifySignIn(await passkey.assert(options, { origin: "https://evil.test" })))).toEqual(
+      INVALID_PASSKEY,
+    );
     expect(await textOf(await verifySignIn(await passkey.assert(options)))).toEqual(INVALID_PASSKEY);
   });
 
@@ -187,23 +229,38 @@ describe("POST /auth/passkeys/login/verify", () => {
     const answers = await Promise.all(Array.from({ length: 10 }, () => verifySignIn(assertion)));
     expect(tally(answers)).toEqual({ 200: 1, 401: 9 });
     const userId = (await storedPasskeys(email))[0]!.user_id;
-    const sessions = await env.DB.prepare("SELECT amr FROM sessions WHERE user_id = ? AND amr != 'pwd'").bind(userId).all();
+    const sessions = await env.DB.prepare("SELECT amr FROM sessions WHERE user_id = ? AND amr != 'pwd'")
+      .bind(userId)
+      .all();
     expect(sessions.results).toHaveLength(1);
   });
 
   it("lets one of two assertions with the same non-zero counter through when they race on the counter", async () => {
     const { passkey } = await accountWithPasskey();
     const [a, b] = [await requestOptions(), await requestOptions()];
-    const answers = await Promise.all([verifySignIn(await passkey.assert(a, { counter: 7 })), verifySignIn(await passkey.assert(b, { counter: 7 }))]);
+    const answers = await Promise.all([
+      verifySignIn(await passkey.assert(a, { counter: 7 })),
+      verifySignIn(await passkey.assert(b, { counter: 7 })),
+    ]);
     expect(tally(answers)).toEqual({ 200: 1, 401: 1 });
   });
 
   it("answers 400 for a body without an assertion or with a malformed one, and logs why each 401 was given", async () => {
-    expect(await textOf(await call("POST", "/auth/passkeys/login/verify", {}))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passkeyResponseRequired });
-    expect(await textOf(await verifySignIn({ id: "x", rawId: "x", type: "public-key", response: {} }))).toEqual({ status: 400, type: TEXT, body: AuthMessage.passkeyResponseInvalid });
+    expect(await textOf(await call("POST", "/auth/passkeys/login/verify", {}))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passkeyResponseRequired,
+    });
+    expect(await textOf(await verifySignIn({ id: "x", rawId: "x", type: "public-key", response: {} }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passkeyResponseInvalid,
+    });
     const logs = captureLogs();
     expect(await textOf(await signIn(await SoftwarePasskey.create()))).toEqual(INVALID_PASSKEY);
-    expect(logs).toContainEqual(expect.objectContaining({ event: "passkey_sign_in_refused", why: "unknown credential" }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ event: "passkey_sign_in_refused", why: "unknown credential" }),
+    );
   });
 });
 

@@ -14,16 +14,37 @@ import { SoftwarePasskey, type CeremonyOverrides } from "./authenticator";
 
 export type Overrides = Partial<Bindings>;
 
-export function send(bindings: Overrides | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export function send(
+  bindings: Overrides | undefined,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return bindings ? callWithEnv(bindings, method, path, body, headers) : call(method, path, body, headers);
 }
 
 export const CreationOptionsAnswer = v.object({
-  options: v.object({ challenge: v.string(), rp: v.object({ id: v.string(), name: v.string() }), user: v.object({ id: v.string(), name: v.string(), displayName: v.string() }) }),
+  options: v.object({
+    challenge: v.string(),
+    rp: v.object({ id: v.string(), name: v.string() }),
+    user: v.object({ id: v.string(), name: v.string(), displayName: v.string() }),
+  }),
 });
 export const RequestOptionsAnswer = v.object({ options: v.object({ challenge: v.string(), rpId: v.string() }) });
-export const PasskeyAnswer = v.object({ id: v.string(), name: v.string(), created_at: v.string(), last_used_at: v.nullable(v.string()), backed_up: v.boolean() });
-export const LoginAnswer = v.strictObject({ token: v.string(), refresh_token: v.string(), expires_in: v.literal(3600), device_token: v.string() });
+export const PasskeyAnswer = v.object({
+  id: v.string(),
+  name: v.string(),
+  created_at: v.string(),
+  last_used_at: v.nullable(v.string()),
+  backed_up: v.boolean(),
+});
+export const LoginAnswer = v.strictObject({
+  token: v.string(),
+  refresh_token: v.string(),
+  expires_in: v.literal(3600),
+  device_token: v.string(),
+});
 
 /** A verified account, logged in with its password: its address and session. */
 export async function signedInAccount(): Promise<{ email: string; session: Tokens }> {
@@ -34,7 +55,11 @@ export async function signedInAccount(): Promise<{ email: string; session: Token
 }
 
 /** POST /auth/passkeys/register/options with the password (and a code), as the answer came. */
-export function registrationOptions(token: string, body: Record<string, unknown> = { password: PASSWORD }, bindings?: Overrides): Promise<Response> {
+export function registrationOptions(
+  token: string,
+  body: Record<string, unknown> = { password: PASSWORD },
+  bindings?: Overrides,
+): Promise<Response> {
   return send(bindings, "POST", "/auth/passkeys/register/options", body, bearer(token));
 }
 
@@ -49,14 +74,34 @@ export async function creationOptions(token: string, body?: Record<string, unkno
 export async function registerWith(
   token: string,
   passkey: SoftwarePasskey,
-  { name, overrides, options, bindings }: { name?: string; overrides?: CeremonyOverrides; options?: Awaited<ReturnType<typeof creationOptions>>; bindings?: Overrides } = {},
+  {
+    name,
+    overrides,
+    options,
+    bindings,
+  }: {
+    name?: string;
+    overrides?: CeremonyOverrides;
+    options?: Awaited<ReturnType<typeof creationOptions>>;
+    bindings?: Overrides;
+  } = {},
 ): Promise<Response> {
   const response = await passkey.register(options ?? (await creationOptions(token, undefined, bindings)), overrides);
-  return send(bindings, "POST", "/auth/passkeys/register/verify", { response, ...(name !== undefined && { name }) }, bearer(token));
+  return send(
+    bindings,
+    "POST",
+    "/auth/passkeys/register/verify",
+    { response, ...(name !== undefined && { name }) },
+    bearer(token),
+  );
 }
 
 /** A new software passkey registered to the session's account (expecting 201): the passkey and its `id`. */
-export async function registeredPasskey(token: string, create: Parameters<typeof SoftwarePasskey.create>[0] = {}, bindings?: Overrides) {
+export async function registeredPasskey(
+  token: string,
+  create: Parameters<typeof SoftwarePasskey.create>[0] = {},
+  bindings?: Overrides,
+) {
   const passkey = await SoftwarePasskey.create(create);
   const response = await registerWith(token, passkey, { bindings });
   expect(response.status).toBe(201);
@@ -70,12 +115,20 @@ export async function requestOptions(bindings?: Overrides) {
   return v.parse(RequestOptionsAnswer, await response.json()).options;
 }
 
-export function verifySignIn(assertion: unknown, bindings?: Overrides, extra: Record<string, unknown> = {}): Promise<Response> {
+export function verifySignIn(
+  assertion: unknown,
+  bindings?: Overrides,
+  extra: Record<string, unknown> = {},
+): Promise<Response> {
   return send(bindings, "POST", "/auth/passkeys/login/verify", { response: assertion, ...extra });
 }
 
 /** A whole passkey sign-in: new options, the assertion (with `overrides`), the verify. */
-export async function signIn(passkey: SoftwarePasskey, overrides: Parameters<SoftwarePasskey["assert"]>[1] = {}, bindings?: Overrides): Promise<Response> {
+export async function signIn(
+  passkey: SoftwarePasskey,
+  overrides: Parameters<SoftwarePasskey["assert"]>[1] = {},
+  bindings?: Overrides,
+): Promise<Response> {
   return verifySignIn(await passkey.assert(await requestOptions(bindings), overrides), bindings);
 }
 
@@ -88,7 +141,9 @@ export function totpCode(secret: string, offset = 0): Promise<string> {
 export async function turnOnTotp(token: string): Promise<string> {
   const enrolled = await call("POST", "/auth/mfa/totp", { password: PASSWORD }, bearer(token));
   const { secret } = v.parse(v.object({ secret: v.string() }), await enrolled.json());
-  expect((await call("POST", "/auth/mfa/totp/confirm", { code: await totpCode(secret) }, bearer(token))).status).toBe(200);
+  expect((await call("POST", "/auth/mfa/totp/confirm", { code: await totpCode(secret) }, bearer(token))).status).toBe(
+    200,
+  );
   return secret;
 }
 
@@ -107,17 +162,25 @@ export interface StoredPasskey {
 
 /** The account's passkeys as D1 holds them, oldest first. */
 export async function storedPasskeys(email: string): Promise<StoredPasskey[]> {
-  const { results } = await env.DB.prepare("SELECT p.* FROM passkeys p JOIN users u ON u.id = p.user_id WHERE u.email = ? ORDER BY p.created_at, p.id").bind(email).all<StoredPasskey>();
+  const { results } = await env.DB.prepare(
+    "SELECT p.* FROM passkeys p JOIN users u ON u.id = p.user_id WHERE u.email = ? ORDER BY p.created_at, p.id",
+  )
+    .bind(email)
+    .all<StoredPasskey>();
   return results;
 }
 
 export async function storedChallenge(challenge: string) {
-  return env.DB.prepare("SELECT kind, user_id, expires_at FROM passkey_challenges WHERE challenge = ?").bind(challenge).first<{ kind: string; user_id: number | null; expires_at: number }>();
+  return env.DB.prepare("SELECT kind, user_id, expires_at FROM passkey_challenges WHERE challenge = ?")
+    .bind(challenge)
+    .first<{ kind: string; user_id: number | null; expires_at: number }>();
 }
 
 /** Moves a challenge's expiry to the past, as if its five minutes were over. */
 export async function expireChallenge(challenge: string): Promise<void> {
-  await env.DB.prepare("UPDATE passkey_challenges SET expires_at = ? WHERE challenge = ?").bind(Date.now() - 1, challenge).run();
+  await env.DB.prepare("UPDATE passkey_challenges SET expires_at = ? WHERE challenge = ?")
+    .bind(Date.now() - 1, challenge)
+    .run();
 }
 
 export const INVALID_PASSKEY = { status: 401, type: "text/plain; charset=UTF-8", body: "Invalid passkey." };

@@ -15,7 +15,11 @@ const OTHER_FINGERPRINT = Array.from({ length: 32 }, () => "AB").join(":");
 
 describe("GET /.well-known/assetlinks.json", () => {
   it("answers 404 JSON while ANDROID_APP_FINGERPRINTS is empty", async () => {
-    expect(await jsonOf(await call("GET", "/.well-known/assetlinks.json"))).toEqual({ status: 404, type: JSON_TYPE, body: { error: "Not found" } });
+    expect(await jsonOf(await call("GET", "/.well-known/assetlinks.json"))).toEqual({
+      status: 404,
+      type: JSON_TYPE,
+      body: { error: "Not found" },
+    });
   });
 
   it("states that each app of ANDROID_APP_FINGERPRINTS may use this domain's sign-in credentials, fingerprints grouped by package", async () => {
@@ -27,8 +31,22 @@ describe("GET /.well-known/assetlinks.json", () => {
       status: 200,
       type: JSON_TYPE,
       body: [
-        { relation, target: { namespace: "android_app", package_name: "com.example.notes", sha256_cert_fingerprints: [FINGERPRINT, OTHER_FINGERPRINT] } },
-        { relation, target: { namespace: "android_app", package_name: "org.example.other", sha256_cert_fingerprints: [FINGERPRINT] } },
+        {
+          relation,
+          target: {
+            namespace: "android_app",
+            package_name: "com.example.notes",
+            sha256_cert_fingerprints: [FINGERPRINT, OTHER_FINGERPRINT],
+          },
+        },
+        {
+          relation,
+          target: {
+            namespace: "android_app",
+            package_name: "org.example.other",
+            sha256_cert_fingerprints: [FINGERPRINT],
+          },
+        },
       ],
     });
   });
@@ -37,24 +55,45 @@ describe("GET /.well-known/assetlinks.json", () => {
     const bindings = { ANDROID_APP_FINGERPRINTS: "com.example.notes:AB:CD" };
     const { status, body } = await jsonOf(await callWithEnv(bindings, "GET", "/.well-known/assetlinks.json"));
     expect(status).toBe(503);
-    expect(body).toEqual({ error: expect.stringContaining('ANDROID_APP_FINGERPRINTS: "com.example.notes:AB:CD" is not package:SHA256_FINGERPRINT') });
+    expect(body).toEqual({
+      error: expect.stringContaining(
+        'ANDROID_APP_FINGERPRINTS: "com.example.notes:AB:CD" is not package:SHA256_FINGERPRINT',
+      ),
+    });
     expect((await callWithEnv(bindings, "GET", "/notes")).status).toBe(200);
   });
 });
 
 describe("GET /.well-known/apple-app-site-association", () => {
   it("answers 404 JSON while APPLE_APP_IDS is empty", async () => {
-    expect(await jsonOf(await call("GET", "/.well-known/apple-app-site-association"))).toEqual({ status: 404, type: JSON_TYPE, body: { error: "Not found" } });
+    expect(await jsonOf(await call("GET", "/.well-known/apple-app-site-association"))).toEqual({
+      status: 404,
+      type: JSON_TYPE,
+      body: { error: "Not found" },
+    });
   });
 
   it("lists the apps of APPLE_APP_IDS under webcredentials", async () => {
-    const response = await callWithEnv({ APPLE_APP_IDS: "ABCDE12345.com.example.notes, ABCDE12345.com.example.notes.beta" }, "GET", "/.well-known/apple-app-site-association");
-    expect(await jsonOf(response)).toEqual({ status: 200, type: JSON_TYPE, body: { webcredentials: { apps: ["ABCDE12345.com.example.notes", "ABCDE12345.com.example.notes.beta"] } } });
+    const response = await callWithEnv(
+      { APPLE_APP_IDS: "ABCDE12345.com.example.notes, ABCDE12345.com.example.notes.beta" },
+      "GET",
+      "/.well-known/apple-app-site-association",
+    );
+    expect(await jsonOf(response)).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+      body: { webcredentials: { apps: ["ABCDE12345.com.example.notes", "ABCDE12345.com.example.notes.beta"] } },
+    });
   });
 
   it("answers 503 naming the problem for an id that is not TEAMID.bundle.id", async () => {
-    const { status, body } = await jsonOf(await callWithEnv({ APPLE_APP_IDS: "com.example.notes" }, "GET", "/.well-known/apple-app-site-association"));
-    expect({ status, body }).toEqual({ status: 503, body: { error: expect.stringContaining('APPLE_APP_IDS: "com.example.notes" is not TEAMID.bundle.id') } });
+    const { status, body } = await jsonOf(
+      await callWithEnv({ APPLE_APP_IDS: "com.example.notes" }, "GET", "/.well-known/apple-app-site-association"),
+    );
+    expect({ status, body }).toEqual({
+      status: 503,
+      body: { error: expect.stringContaining('APPLE_APP_IDS: "com.example.notes" is not TEAMID.bundle.id') },
+    });
   });
 });
 
@@ -66,7 +105,10 @@ describe("the relying party's settings", () => {
     const refused = await registerWith(session.token, await SoftwarePasskey.create(), { bindings: example });
     expect(await jsonOf(refused)).toMatchObject({ status: 400, body: { reason: "origin" } });
     const passkey = await SoftwarePasskey.create();
-    expect((await registerWith(session.token, passkey, { bindings: example, overrides: { origin: "https://example.com" } })).status).toBe(201);
+    expect(
+      (await registerWith(session.token, passkey, { bindings: example, overrides: { origin: "https://example.com" } }))
+        .status,
+    ).toBe(201);
     expect((await signIn(passkey, { origin: "https://example.com" }, example)).status).toBe(200);
   });
 
@@ -78,17 +120,36 @@ describe("the relying party's settings", () => {
     const passkey = await SoftwarePasskey.create({ counting: false });
     expect((await registerWith(session.token, passkey, { bindings: withApp, overrides: { origin } })).status).toBe(201);
     expect((await signIn(passkey, { origin }, withApp)).status).toBe(200);
-    expect(await textOf(await signIn(passkey, { origin }, example))).toEqual({ status: 401, type: TEXT, body: AuthMessage.invalidPasskey });
+    expect(await textOf(await signIn(passkey, { origin }, example))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.invalidPasskey,
+    });
   });
 
   it("takes WEBAUTHN_ORIGINS as the exact list when set, and WEBAUTHN_RP_NAME (or MAIL_FROM_NAME) as the name shown", async () => {
-    const bindings = { ...example, WEBAUTHN_ORIGINS: "https://app.example.com, https://example.com:8443", WEBAUTHN_RP_NAME: "Notes" };
+    const bindings = {
+      ...example,
+      WEBAUTHN_ORIGINS: "https://app.example.com, https://example.com:8443",
+      WEBAUTHN_RP_NAME: "Notes",
+    };
     const { session } = await signedInAccount();
-    const options = await callWithEnv(bindings, "POST", "/auth/passkeys/register/options", { password: "correct horse battery" }, { Authorization: `Bearer ${session.token}` });
+    const options = await callWithEnv(
+      bindings,
+      "POST",
+      "/auth/passkeys/register/options",
+      { password: "correct horse battery" },
+      { Authorization: `Bearer ${session.token}` },
+    );
     expect(await options.json()).toMatchObject({ options: { rp: { id: "example.com", name: "Notes" } } });
     const passkey = await SoftwarePasskey.create();
-    expect((await registerWith(session.token, passkey, { bindings, overrides: { origin: "https://example.com" } })).status).toBe(400);
-    expect((await registerWith(session.token, passkey, { bindings, overrides: { origin: "https://example.com:8443" } })).status).toBe(201);
+    expect(
+      (await registerWith(session.token, passkey, { bindings, overrides: { origin: "https://example.com" } })).status,
+    ).toBe(400);
+    expect(
+      (await registerWith(session.token, passkey, { bindings, overrides: { origin: "https://example.com:8443" } }))
+        .status,
+    ).toBe(201);
     expect((await signIn(passkey, { origin: "https://app.example.com" }, bindings)).status).toBe(200);
   });
 
@@ -100,7 +161,11 @@ describe("the relying party's settings", () => {
       { WEBAUTHN_RP_ID: "127.0.0.1" },
       { WEBAUTHN_RP_ID: "Example.com" },
     ]) {
-      expect(await textOf(await callWithEnv(bindings, "POST", "/auth/passkeys/login/options", {}))).toEqual({ status: 503, type: TEXT, body: AuthMessage.passkeysUnavailable });
+      expect(await textOf(await callWithEnv(bindings, "POST", "/auth/passkeys/login/options", {}))).toEqual({
+        status: 503,
+        type: TEXT,
+        body: AuthMessage.passkeysUnavailable,
+      });
     }
   });
 });
