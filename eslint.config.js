@@ -1,7 +1,7 @@
 // @ts-check
 // ESLint 9 flat config: `npm run lint`. Type-aware rules read each file's own tsconfig, so a file is
 // linted with the same types it is compiled with (Workers types for src/, Node types for Node-side code).
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import js from "@eslint/js";
 import { defineConfig, globalIgnores } from "eslint/config";
 import globals from "globals";
@@ -37,54 +37,70 @@ const projects = [
 ];
 
 /**
- * Which area owns each table of src/db/schema.ts. Each area names only its own tables; they meet only
- * through declared seams: notes and live updates take the caller's live session from auth/caller.ts, notes
- * tell live updates of their writes through live/notify.ts, and accounts are handed what an account owns in
- * notes, and who hears that sessions ended, at wiring time (index.ts). Every table must be listed here, so a
- * new one cannot slip past the rules below.
+ * The areas: each folder of src/ that has a schema.ts owns the tables declared there (and in any schema.ts
+ * below it), and only its own files name them. Areas meet only through declared seams (docs/design.md,
+ * "Seams"): the modules of another area an area may import, and the tables another area's schema file may
+ * reference for a foreign key. Everything else an area needs of another is handed to it at wiring (index.ts):
+ * accounts are handed what an account owns in notes and who hears that sessions ended; notes are handed who
+ * hears that notes changed.
  */
-const TABLES = {
-  accounts: [
-    "users",
-    "sessions",
-    "oneTimeCodes",
-    "resetRequests",
-    "resetMailAllowances",
-    "emailChangeReverts",
-    "mfaFactors",
-    "mfaRecoveryCodes",
-    "mfaChallenges",
-    "loginFailures",
-    "deviceLoginFailures",
-    "deploymentWindows",
-    "passkeys",
-    "passkeyChallenges",
-    "oauthIdentities",
-    "oauthStates",
-    "oauthLoginCodes",
-  ],
-  notes: ["notes", "noteClocks", "noteTombstones", "idempotencyKeys"],
-  live: ["liveTickets"],
+const AREAS = readdirSync(new URL("./src/", import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(new URL(`./src/${entry.name}/schema.ts`, import.meta.url)))
+  .map((entry) => entry.name);
+/** Per area: the modules of other areas it may import (`notes/*`: every module of notes but its tables). */
+const SEAMS = {
+  auth: [],
+  notes: ["auth/caller"],
+  // Live updates are built on the notes area (its Bearer check, its answers) and may use its modules, but not
+  // its tables; the sessions they hold are read only through auth/caller.ts.
+  live: ["auth/caller", "notes/*"],
 };
-const declared = [
-  ...readFileSync(new URL("./src/db/schema.ts", import.meta.url), "utf8").matchAll(
-    /^export const (\w+) = sqliteTable\(/gm,
-  ),
-].map((m) => m[1]);
-const unowned = declared.filter((table) => !Object.values(TABLES).some((owned) => owned.includes(table)));
-if (unowned.length > 0)
-  throw new Error(`eslint.config.js: give every table of src/db/schema.ts an owner in TABLES: ${unowned.join(", ")}`);
+/** Per area: the tables of other areas its schema files may reference, for foreign keys. */
+const FOREIGN_KEYS = { notes: { auth: ["users"] }, live: { auth: ["sessions"] } };
+const missing = AREAS.filter((area) => !(area in SEAMS));
+if (missing.length > 0)
+  throw new Error(`eslint.config.js: declare the seams of every area in SEAMS: ${missing.join(", ")}`);
 
-/** `no-restricted-imports` for the files of one area: none of `tables`, and none of `modules`. */
-function ownTablesOnly(tables, modules, message) {
+/**
+ * The import patterns of every area but `area`, less its seams (gitignore-style, as no-restricted-imports reads
+ * them: a file is let through only from a folder that is not itself excluded, hence one pattern per depth).
+ */
+function otherAreas(area) {
+  return AREAS.filter((other) => other !== area).flatMap((other) => {
+    const tables = [`**/${other}/schema`, `**/${other}/**/schema`];
+    if (SEAMS[area].includes(`${other}/*`)) return tables;
+    const seams = SEAMS[area].filter((seam) => seam.startsWith(`${other}/`)).map((seam) => `!**/${seam}`);
+    return [`**/${other}/*`, `**/${other}/*/*`, `**/${other}/*/*/*`, ...seams, ...tables];
+  });
+}
+
+/** The rules of one area's files: no module of another area but its seams. */
+function areaRules(area) {
+  const message = `The ${area} area imports another area only through its seams (eslint.config.js, SEAMS; docs/design.md, "Seams")`;
   return [
-    "error",
     {
-      patterns: [
-        { group: ["**/db/schema"], importNames: tables, message: `${message} (eslint.config.js, TABLES)` },
-        { group: modules, message },
-      ],
+      files: [`src/${area}/**/*.ts`],
+      rules: { "no-restricted-imports": ["error", { patterns: [{ group: otherAreas(area), message }] }] },
     },
+    // Its schema files: besides, the tables FOREIGN_KEYS names, and those only.
+    ...Object.entries(FOREIGN_KEYS[area] ?? {}).map(([owner, tables]) => ({
+      files: [`src/${area}/schema.ts`, `src/${area}/**/schema.ts`],
+      rules: {
+        "no-restricted-imports": [
+          "error",
+          {
+            patterns: [
+              { group: [...otherAreas(area), `!**/${owner}/schema`], message },
+              {
+                group: [`**/${owner}/schema`],
+                allowImportNames: tables,
+                message: `A schema file references another area's table only for a foreign key: ${tables.join(", ")} (eslint.config.js, FOREIGN_KEYS)`,
+              },
+            ],
+          },
+        ],
+      },
+    })),
   ];
 }
 
@@ -173,36 +189,22 @@ export default defineConfig(
     },
   },
 
+  ...AREAS.flatMap(areaRules),
   {
-    files: ["src/notes/**/*.ts"],
+    // The shared floor under the areas: helpers, the database client and the settings know no area.
+    files: ["src/lib/**/*.ts", "src/db/**/*.ts", "src/config/**/*.ts"],
     rules: {
-      "no-restricted-imports": ownTablesOnly(
-        [...TABLES.accounts, ...TABLES.live],
-        ["**/auth/*", "!**/auth/caller", "**/live/*", "!**/live/notify"],
-        "The notes area reaches accounts only through auth/caller.ts (the caller's live session) and live updates only through live/notify.ts, never their tables",
-      ),
-    },
-  },
-  {
-    files: ["src/auth/**/*.ts"],
-    rules: {
-      "no-restricted-imports": ownTablesOnly(
-        [...TABLES.notes, ...TABLES.live],
-        ["**/notes/*", "**/notes", "**/live/*", "**/live"],
-        "The accounts area never imports notes or live updates, nor names their tables: what it needs of them is handed in by index.ts",
-      ),
-    },
-  },
-  {
-    // Live updates are built on the notes area (its Bearer check, its answers) and may use its modules;
-    // the sessions they hold are read only through auth/caller.ts.
-    files: ["src/live/**/*.ts"],
-    rules: {
-      "no-restricted-imports": ownTablesOnly(
-        [...TABLES.accounts, ...TABLES.notes],
-        ["**/auth/*", "!**/auth/caller"],
-        "Live updates reach accounts only through auth/caller.ts and name only their own tables",
-      ),
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: [...AREAS, "openapi"].flatMap((area) => [`**/${area}`, `**/${area}/**`]),
+              message: "lib/, db/ and config/ are the floor every area stands on: they import no area",
+            },
+          ],
+        },
+      ],
     },
   },
 

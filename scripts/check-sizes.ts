@@ -14,8 +14,8 @@ const MAX_FILE_LINES = 320;
 const MAX_FUNCTION_LINES = 70;
 /** Modules allowed past MAX_FILE_LINES, and why. */
 const LONG_BY_DESIGN: Record<string, string> = {
-  "src/db/schema.ts":
-    "every table in one file, each area's under its heading: the one place a newcomer reads the data model",
+  "src/auth/schema.ts":
+    "the accounts area's tables, each documented where it is declared: the one place to read that area's data model",
 };
 
 const root = fileURLToPath(new URL("..", import.meta.url));

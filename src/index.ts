@@ -13,11 +13,11 @@ import { securityHeaders } from "./lib/security-headers";
 import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { liveApp } from "./live/routes";
-import { sessionsEnded } from "./live/notify";
+import { notesChanged, sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
-import { notesApp } from "./notes/routes";
+import { notesArea } from "./notes/routes";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
 
@@ -68,11 +68,12 @@ const app = new Hono<AppEnv>()
     const latest = asked() ? session.getBookmark() : null;
     if (latest) setAnswerHeader(c, BOOKMARK_HEADER, latest);
   })
-  // The two areas meet here and in auth/caller.ts only: notes takes the caller's live session from there,
-  // and accounts are handed what an account owns in notes, to delete with it, and who hears that sessions
-  // ended (the live sockets close theirs).
+  // The areas meet here and in their declared seams only (docs/design.md, "Seams"): notes and live updates
+  // take the caller's live session from auth/caller.ts; accounts are handed what an account owns in notes, to
+  // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
+  // hears that notes changed (the live sockets pull).
   .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
-  .route("/notes", notesApp)
+  .route("/notes", notesArea({ notesChanged }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).
   .route("/changes", liveApp)

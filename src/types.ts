@@ -26,5 +26,10 @@ export type AppEnv = {
      * after its write committed, and whoever holds sessions beyond a request (live sockets) re-checks them.
      */
     sessionsEnded: (userId: number) => void;
+    /**
+     * Set by the notes area (notes/routes.ts): a write to account `userId`'s notes calls it after it committed,
+     * and whoever watches the account (live sockets) hears of it.
+     */
+    notesChanged: (userId: number) => void;
   };
 };

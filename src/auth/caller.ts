@@ -2,15 +2,15 @@ import { and, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
-import { compile, rowsOf, type Bound, type Placeholders, type Query, type Statement } from "../db/compiled";
-import { sessions } from "../db/schema";
+import { sessions } from "./schema";
 import { verifyAccessToken, type AccessClaims } from "../lib/access-token";
 import type { AppEnv, Database } from "../types";
 import { AuthMessage } from "./messages";
 
 /**
  * The caller: who an access token speaks for, and whether the session it belongs to is still live. This is
- * all the notes area takes from the accounts area; the session lifecycle itself is in session-store.ts.
+ * all the other areas take from the accounts area (their one seam into it, eslint.config.js's SEAMS): notes
+ * and live updates build their statements on these conditions, and run them in notes/runner.ts.
  */
 
 /** The environment of a handler behind requireAccessToken: `c.var.caller` is always set there. */
@@ -66,83 +66,6 @@ export async function liveSessionsAmong(
     .from(sessions)
     .where(and(inArray(sessions.id, [...sessionIds]), eq(sessions.userId, userId), gt(sessions.expiresAt, now)));
   return new Map(rows.map((row) => [row.id, row.expiresAt]));
-}
-
-const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));
-
-/** The check of the caller's session, compiled once, bound for this request: batch it with what it authorizes. */
-export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) =>
-  compiledSessionCheck(db.$client, { ...caller, now });
-
-/**
- * A compiled statement in its two shapes: for no caller (public notes: the values and `now`), and for a
- * caller (the values, the caller's session and user, and `now`). Bound to the request's client.
- */
-function forCaller<Values extends object, Row>(shapes: {
-  public: Statement<Values & { now: number }, Row>;
-  private: Statement<Values & CallerValues, Row>;
-}) {
-  return (db: Database, caller: AccessClaims | undefined, now: number, values: Values): Bound<Row> =>
-    caller ? shapes.private(db.$client, { ...values, ...caller, now }) : shapes.public(db.$client, { ...values, now });
-}
-
-/**
- * A statement for notes' callers, compiled from one builder in both shapes: `caller` is undefined for the
- * public one, the caller's placeholders for the private one.
- */
-export function forCallerOf<Values extends object, Row>(
-  build: (db: Database, p: Placeholders<Values & { now: number }>, caller?: Placeholders<CallerValues>) => Query<Row>,
-) {
-  return forCaller<Values, Row>({
-    public: compile((db, p: Placeholders<Values & { now: number }>) => build(db, p)),
-    private: compile((db, p: Placeholders<Values & CallerValues>) => build(db, p, p)),
-  });
-}
-
-/** The rows of each statement of a batch, in its order. */
-export type RowsOf<Queries extends readonly Bound<unknown>[]> = {
-  -readonly [K in keyof Queries]: Queries[K] extends Bound<infer Row> ? Row[] : never;
-};
-
-/**
- * Runs `query`, which acts for `caller`, in one round trip with the check of the caller's session: its
- * rows, or undefined when the session is not live (the caller gets a 401, whatever the query found).
- * Without a caller (public notes) the query runs alone, as a plain statement rather than a batch (which
- * D1 runs as a transaction). The notes area's statements are compiled once (db/compiled.ts), this check too.
- *
- * Several statements (`queries`) run as one batch, so one transaction, with or without a caller: the rows
- * of each, in order.
- */
-export async function asCaller<Row>(
-  db: Database,
-  caller: AccessClaims | undefined,
-  now: number,
-  query: Bound<Row>,
-): Promise<Row[] | undefined>;
-export async function asCaller<const Queries extends readonly Bound<unknown>[]>(
-  db: Database,
-  caller: AccessClaims | undefined,
-  now: number,
-  queries: Queries,
-): Promise<RowsOf<Queries> | undefined>;
-export async function asCaller(
-  db: Database,
-  caller: AccessClaims | undefined,
-  now: number,
-  query: Bound<unknown> | readonly Bound<unknown>[],
-): Promise<unknown[] | undefined> {
-  if ("statement" in query) {
-    if (!caller) return rowsOf(query);
-    const [live, result] = await db.$client.batch([sessionCheckOf(db, caller, now).statement, query.statement]);
-    return live!.results.length > 0 ? query.rows(result!) : undefined;
-  }
-  const statements = query.map((bound) => bound.statement);
-  const results = await db.$client.batch(
-    caller ? [sessionCheckOf(db, caller, now).statement, ...statements] : statements,
-  );
-  if (caller && results[0]!.results.length === 0) return undefined;
-  const own = caller ? results.slice(1) : results;
-  return query.map((bound, i) => bound.rows(own[i]!));
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   resetRequests,
   sessions,
   users,
-} from "../db/schema";
+} from "./schema";
 import { DAY, HOUR } from "../lib/units";
 import type { Database } from "../types";
 

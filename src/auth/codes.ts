@@ -1,5 +1,5 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { oneTimeCodes, users, type CodePurpose } from "../db/schema";
+import { oneTimeCodes, users, type CodePurpose } from "./schema";
 import type { Database } from "../types";
 import { claimMail, MAIL_COOLDOWN_MS, mailWait } from "./limits/mail";
 import { claimWindowSql, windowWait } from "./limits/windows";

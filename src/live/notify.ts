@@ -1,12 +1,10 @@
-import type { Context } from "hono";
-import type { AccessClaims } from "../lib/access-token";
 import { createLogger, describeError } from "../lib/log";
-import type { AppEnv, Bindings } from "../types";
+import type { NotesChanged } from "../notes/routes";
+import type { Bindings } from "../types";
 
 /**
- * What the other areas tell the live hubs, and the one module of src/live/ they reach (the notes area by
- * import, the accounts area through index.ts): each tells the hub of one account, after its write has
- * committed, without holding up the answer (waitUntil).
+ * What the other areas tell the live hubs, handed to them at wiring (index.ts): each tells the hub of one
+ * account, after its write has committed, without holding up the answer (the area calls it in waitUntil).
  */
 
 /** The hub of account `userId`: one Durable Object per account, wherever it runs. */
@@ -15,18 +13,17 @@ export function hubOf(env: Bindings, userId: number) {
 }
 
 /**
- * After a write to the caller's notes has committed (a create, a change, a deletion; not a replay, which
- * writes nothing): every socket of the caller's account is told to pull, with the bookmark of the write.
- * Public notes (no caller) have no sockets.
+ * Handed to the notes area (index.ts, `notesArea({ notesChanged })`): after a write to account `userId`'s notes
+ * has committed (a create, a change, a deletion; not a replay, which writes nothing), every socket of the
+ * account is told to pull, with the bookmark of the write.
  */
-export function notesChanged(c: Context<AppEnv & { Variables: { caller: AccessClaims | undefined } }>): void {
-  const { caller, log } = c.var;
-  if (!caller) return;
-  const told = hubOf(c.env, caller.userId).changed(c.var.bookmark());
-  c.executionCtx.waitUntil(
-    told.catch((err: unknown) => log.warn("live_poke_failed", { userId: caller.userId, ...describeError(err) })),
-  );
-}
+export const notesChanged: NotesChanged = async (env, log, userId, bookmark) => {
+  try {
+    await hubOf(env, userId).changed(bookmark);
+  } catch (err) {
+    log.warn("live_poke_failed", { userId, ...describeError(err) });
+  }
+};
 
 /**
  * Handed to the accounts area (index.ts, `authArea({ sessionsEnded })`): some of account `userId`'s sessions

@@ -8,7 +8,7 @@ import { SECOND } from "../lib/units";
 import { queryParams } from "../lib/validation";
 import { notesErrors } from "../notes/docs";
 import { NoteMessage } from "../notes/messages";
-import { notesUnauthorized, requireNotesAuth } from "../notes/owner";
+import { notesUnauthorized, requireNotesAuth } from "../notes/require-auth";
 import type { AppEnv } from "../types";
 import { connectRequest } from "./hub";
 import { LiveMessage } from "./messages";

@@ -1,6 +1,6 @@
 import { and, eq, gt, lte, sql } from "drizzle-orm";
 import { liveSession, liveSessionOf } from "../auth/caller";
-import { liveTickets } from "../db/schema";
+import { liveTickets } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import { sha256Hex } from "../lib/crypto";
 import { base64url } from "../lib/encoding";

@@ -1,7 +1,7 @@
 import { and, eq, isNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { liveSession, type CallerValues } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
-import { idempotencyKeys, noteClocks, notes, noteTombstones } from "../db/schema";
+import { idempotencyKeys, noteClocks, notes, noteTombstones } from "./schema";
 
 /**
  * Who may read and write which notes, said once: every statement of the area takes its owner conditions

@@ -1,14 +1,13 @@
 import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { asCaller } from "../auth/caller";
+import { asCaller } from "./runner";
 import { etagListed, etagOf, listETag, readETags, readListVersion } from "./conditional";
 import { createOnce, IDEMPOTENT_REPLAYED_HEADER } from "./idempotency";
 import { listNotes } from "./list";
 import { NoteMessage } from "./messages";
-import { notesUnauthorized, type NotesEnv } from "./owner";
+import { notesUnauthorized, type NotesEnv } from "./require-auth";
 import { readNote } from "./queries";
 import type { NoteJson } from "./schemas";
-import { notesChanged } from "../live/notify";
 import { searchNotes } from "./search";
 
 /**
@@ -102,7 +101,13 @@ export async function createdOnce(c: Context<NotesEnv>, key: string, title: stri
   if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
   // A replay wrote nothing: nobody is told of it.
   if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
-  else notesChanged(c);
+  else tellWatchers(c);
   c.header("ETag", etagOf(once.revision));
   return jsonText<NoteJson, 201>(c, once.body, 201);
+}
+
+/** After a write to the caller's notes committed: whoever watches the account hears of it. Public notes have no watchers. */
+export function tellWatchers(c: Context<NotesEnv>): void {
+  const { caller } = c.var;
+  if (caller) c.var.notesChanged(caller.userId);
 }

@@ -1,9 +1,9 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { forCallerOf } from "../auth/caller";
+import { forCallerOf } from "./runner";
 import type { Placeholders } from "../db/compiled";
-import { noteClocks } from "../db/schema";
+import { noteClocks } from "./schema";
 import { clockOwner, type NotesCaller } from "./access";
 import { NoteMessage } from "./messages";
 import { clockValue } from "./sql";

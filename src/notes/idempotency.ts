@@ -1,7 +1,8 @@
 import { and, eq, lte, sql } from "drizzle-orm";
-import { asCaller, forCallerOf, liveSessionOf } from "../auth/caller";
+import { liveSessionOf } from "../auth/caller";
+import { asCaller, forCallerOf } from "./runner";
 import type { Bound, Placeholders } from "../db/compiled";
-import { idempotencyKeys, notes } from "../db/schema";
+import { idempotencyKeys, notes } from "./schema";
 import { badRequest } from "../lib/http";
 import type { AccessClaims } from "../lib/access-token";
 import { sha256Hex } from "../lib/crypto";

@@ -1,7 +1,7 @@
 import { and, lt, lte, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { RunnableQuery } from "drizzle-orm/runnable-query";
-import { idempotencyKeys, noteClocks, notes, noteTombstones } from "../db/schema";
+import { idempotencyKeys, noteClocks, notes, noteTombstones } from "./schema";
 import type { Database } from "../types";
 import { clockOf, notesOf, tombstonesOf } from "./access";
 import { TOMBSTONES_KEPT_MS } from "./changes";

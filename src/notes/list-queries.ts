@@ -1,7 +1,7 @@
 import { and, gt, lte, sql, type SQL } from "drizzle-orm";
-import { forCallerOf } from "../auth/caller";
+import { forCallerOf } from "./runner";
 import type { Placeholders } from "../db/compiled";
-import { notes } from "../db/schema";
+import { notes } from "./schema";
 import { visibleTo, type NotesCaller } from "./access";
 import { listVersion } from "./conditional";
 import { noteJsonText, noteSize } from "./sql";

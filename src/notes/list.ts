@@ -1,4 +1,4 @@
-import { asCaller } from "../auth/caller";
+import { asCaller } from "./runner";
 import { rowsOf } from "../db/compiled";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/access-token";

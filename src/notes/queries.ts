@@ -1,8 +1,9 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
-import { forCallerOf, liveSessionOf } from "../auth/caller";
+import { liveSessionOf } from "../auth/caller";
+import { forCallerOf } from "./runner";
 import type { Placeholders } from "../db/compiled";
-import { notes } from "../db/schema";
+import { notes } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { clockOwner, visibleTo, writableBy, type NotesCaller } from "./access";

@@ -1,13 +1,14 @@
 import { Hono } from "hono";
-import { asCaller } from "../auth/caller";
+import { createMiddleware } from "hono/factory";
+import { asCaller } from "./runner";
 import { badJson, describeRoute, json, jsonError, ref, throttled } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
-import { notesChanged } from "../live/notify";
 import { jsonBody, queryParams } from "../lib/validation";
-import type { AppEnv } from "../types";
+import type { Logger } from "../lib/log";
+import type { AppEnv, Bindings } from "../types";
 import {
   etagHeader,
   idParameter,
@@ -29,6 +30,7 @@ import {
   notModified,
   preconditionFailed,
   searchAnswer,
+  tellWatchers,
   whyNotWritten,
 } from "./answers";
 import { etagListed, etagOf, matches, readETags, writePrecondition } from "./conditional";
@@ -39,7 +41,7 @@ import {
   parseIdempotencyKey,
 } from "./idempotency";
 import { NoteMessage } from "./messages";
-import { notesUnauthorized, requireNotesAuth } from "./owner";
+import { notesUnauthorized, requireNotesAuth } from "./require-auth";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
 import {
   CreateNoteBody,
@@ -52,9 +54,20 @@ import {
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
 
+/**
+ * Told that account `userId`'s notes changed, after the write committed, with the write's D1 bookmark: what
+ * holds on to an account beyond one request (the live sockets, src/live/) tells its clients to pull.
+ */
+export type NotesChanged = (env: Bindings, log: Logger, userId: number, bookmark: string | null) => Promise<void>;
+
+/** What the notes area is handed at wiring time (index.ts): who hears that notes changed. */
+export interface NotesSeams {
+  notesChanged: NotesChanged;
+}
+
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
-export const notesApp = new Hono<AppEnv>()
+const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(
     clientRateLimit(
@@ -178,7 +191,7 @@ export const notesApp = new Hono<AppEnv>()
       if (key !== undefined) return createdOnce(c, key, title, content, now);
       const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
       if (!created) return notesUnauthorized(c);
-      notesChanged(c);
+      tellWatchers(c);
       return noteAnswer(c, created[0]!, 201);
     },
   )
@@ -268,7 +281,7 @@ export const notesApp = new Hono<AppEnv>()
       );
       if (!updated) return notesUnauthorized(c);
       if (updated[0]) {
-        notesChanged(c);
+        tellWatchers(c);
         return noteAnswer(c, updated[0], 200);
       }
       return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
@@ -301,7 +314,7 @@ export const notesApp = new Hono<AppEnv>()
       const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
       if (!deleted) return notesUnauthorized(c);
       if (deleted[0]) {
-        notesChanged(c);
+        tellWatchers(c);
         return c.body(null, 204);
       }
       return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
@@ -311,3 +324,20 @@ export const notesApp = new Hono<AppEnv>()
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
 // above, so that the exported app type (and with it the typed client) lists only the methods that exist.
 for (const [path, allow] of allowedMethods(notesApp.routes)) notesApp.all(path, noteIdFirst, methodNotAllowed(allow));
+
+/**
+ * The notes area, mounted at /notes: its routes, with `c.var.notesChanged` set from what it is handed. A write
+ * calls it once committed; the listener runs after the answer (waitUntil).
+ */
+export function notesArea({ notesChanged }: NotesSeams) {
+  return new Hono<AppEnv>()
+    .use(
+      createMiddleware<AppEnv>(async (c, next) => {
+        c.set("notesChanged", (userId) =>
+          c.executionCtx.waitUntil(notesChanged(c.env, c.var.log, userId, c.var.bookmark())),
+        );
+        await next();
+      }),
+    )
+    .route("/", notesApp);
+}

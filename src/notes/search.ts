@@ -1,7 +1,7 @@
 import { and, sql } from "drizzle-orm";
-import { asCaller, forCallerOf } from "../auth/caller";
+import { asCaller, forCallerOf } from "./runner";
 import type { Placeholders } from "../db/compiled";
-import { notes } from "../db/schema";
+import { notes } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
 import { visibleTo, type NotesCaller } from "./access";

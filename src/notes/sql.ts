@@ -1,6 +1,6 @@
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { noteClocks, notes } from "../db/schema";
+import { noteClocks, notes } from "./schema";
 import { clockOf, rowClockOwner } from "./access";
 
 /**

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { compile, rowsOf, type Placeholders } from "../../src/db/compiled";
-import { notes } from "../../src/db/schema";
+import { notes } from "../../src/notes/schema";
 
 /** Statements Drizzle writes once per isolate and each request binds on its own D1 client. */
 

@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { liveSession } from "../../src/auth/caller";
 import { databaseOf } from "../../src/db/client";
-import { loginFailures, users } from "../../src/db/schema";
+import { loginFailures, users } from "../../src/auth/schema";
 import { DAY, MINUTE } from "../../src/lib/units";
 import { accountNotesDeletion, notesCleanUp, type CleanUpStatement } from "../../src/notes/lifecycle";
 import { callWithEnv, count, logIn, Note, sessionIdOf, storedUser, verifiedAccount } from "../helpers";

@@ -1,7 +1,7 @@
 import { and, eq, getTableColumns, gt, gte, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
-import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
+import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import { DAY } from "../../lib/units";

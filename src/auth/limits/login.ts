@@ -1,5 +1,5 @@
 import { and, eq, lte, sql, type AnyColumn } from "drizzle-orm";
-import { deviceLoginFailures, loginFailures } from "../../db/schema";
+import { deviceLoginFailures, loginFailures } from "../schema";
 import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 

@@ -1,6 +1,6 @@
 import { and, eq, lte, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import { resetMailAllowances, users } from "../../db/schema";
+import { resetMailAllowances, users } from "../schema";
 import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 import { claimWindowSql, windowWait, type Window } from "./windows";

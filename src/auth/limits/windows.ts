@@ -1,5 +1,5 @@
 import { and, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
-import { deploymentWindows } from "../../db/schema";
+import { deploymentWindows } from "../schema";
 import { HOUR } from "../../lib/units";
 import type { Database } from "../../types";
 

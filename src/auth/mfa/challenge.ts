@@ -1,5 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import { mfaChallenges } from "../../db/schema";
+import { mfaChallenges } from "../schema";
 import { sha256Hex } from "../../lib/crypto";
 import { base64url } from "../../lib/encoding";
 import { MINUTE } from "../../lib/units";

@@ -1,6 +1,6 @@
 import { and, eq, gt, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Config } from "../../config";
-import { mfaFactors, mfaRecoveryCodes, users } from "../../db/schema";
+import { mfaFactors, mfaRecoveryCodes, users } from "../schema";
 import { open, seal, sealedUnder } from "../../lib/secret-box";
 import { matchingStep } from "../../lib/totp";
 import type { Database } from "../../types";

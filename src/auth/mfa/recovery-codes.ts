@@ -1,6 +1,6 @@
 import { and, count, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { mfaRecoveryCodes } from "../../db/schema";
+import { mfaRecoveryCodes } from "../schema";
 import { sha256Hex } from "../../lib/crypto";
 import type { Database } from "../../types";
 

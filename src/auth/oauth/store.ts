@@ -1,5 +1,5 @@
 import { and, eq, ne, sql, type SQL } from "drizzle-orm";
-import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../../db/schema";
+import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";

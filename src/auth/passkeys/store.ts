@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
-import { passkeyChallenges, passkeys, users } from "../../db/schema";
+import { passkeyChallenges, passkeys, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
 import { MINUTE } from "../../lib/units";

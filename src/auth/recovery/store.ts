@@ -1,5 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import { loginFailures, oneTimeCodes, resetRequests, users } from "../../db/schema";
+import { loginFailures, oneTimeCodes, resetRequests, users } from "../schema";
 import type { Database } from "../../types";
 import { passwordWrite } from "../account/store";
 import { CODE_TTL_MS, generateCode, MAX_CODE_ATTEMPTS } from "../codes";

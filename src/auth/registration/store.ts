@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { users } from "../../db/schema";
+import { users } from "../schema";
 import type { Database } from "../../types";
 import { newAccount } from "../account/store";
 import { codeStillIssued, deleteCode, issueCode } from "../codes";

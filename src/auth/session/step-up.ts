@@ -1,6 +1,6 @@
 import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
-import { sessions, users } from "../../db/schema";
+import { sessions, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { tooManyRequests } from "../../lib/http";
 import { NO_PASSWORD, verifyPassword } from "../../lib/password";

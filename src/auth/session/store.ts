@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
-import { sessions, users } from "../../db/schema";
+import { sessions, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
 import type { RefreshClaims } from "../../lib/refresh-token";
