@@ -104,6 +104,51 @@ function areaRules(area) {
   ];
 }
 
+/**
+ * The floors of the accounts area (docs/design.md, "The accounts area's floors"): its ground (src/auth/*.ts: the
+ * tables, policy, messages, shapes, the caller; and limits/) imports no core and no capability; `core/` (what
+ * every sign-in and account flow uses) imports no capability; each capability folder (every other folder of
+ * src/auth/) stands on core and ground and imports no other capability. Only area.ts, which mounts them all,
+ * sees every floor.
+ */
+const AUTH_CAPABILITIES = readdirSync(new URL("./src/auth/", import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !["core", "limits"].includes(entry.name))
+  .map((entry) => entry.name);
+
+/** The accounts area's layering rules, each with the area's own seam patterns (a later rule replaces an earlier one). */
+function authFloors() {
+  const folder = (name) => [`**/${name}/*`, `**/${name}/*/*`];
+  const areaPatterns = {
+    group: otherAreas("auth"),
+    message: "The auth area imports another area only through its seams (eslint.config.js, SEAMS)",
+  };
+  const rule = (files, group, message) => ({
+    files,
+    rules: { "no-restricted-imports": ["error", { patterns: [areaPatterns, { group, message }] }] },
+  });
+  return [
+    rule(
+      ["src/auth/*.ts", "src/auth/limits/**/*.ts"],
+      [...["core", ...AUTH_CAPABILITIES].flatMap(folder), "**/area"],
+      "The accounts area's ground (its tables, policy, messages, shapes, caller, limits) imports neither core/ nor a capability",
+    ),
+    rule(
+      ["src/auth/core/**/*.ts"],
+      [...AUTH_CAPABILITIES.flatMap(folder), "**/area"],
+      "core/ is what every capability of the accounts area stands on: it imports no capability",
+    ),
+    ...AUTH_CAPABILITIES.map((capability) =>
+      rule(
+        [`src/auth/${capability}/**/*.ts`],
+        [...AUTH_CAPABILITIES.filter((other) => other !== capability).flatMap(folder), "**/area"],
+        `Capabilities of the accounts area stand side by side on core/: ${capability}/ imports no other capability`,
+      ),
+    ),
+    // The wiring mounts every capability.
+    { files: ["src/auth/area.ts"], rules: { "no-restricted-imports": ["error", { patterns: [areaPatterns] }] } },
+  ];
+}
+
 export default defineConfig(
   globalIgnores([
     "node_modules/",
@@ -190,6 +235,7 @@ export default defineConfig(
   },
 
   ...AREAS.flatMap(areaRules),
+  ...authFloors(),
   {
     // The shared floor under the areas: helpers, the database client and the settings know no area.
     files: ["src/lib/**/*.ts", "src/db/**/*.ts", "src/config/**/*.ts"],

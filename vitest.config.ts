@@ -41,6 +41,7 @@ export default defineConfig(async () => {
               BUDGET_DB: "budget-db",
               MAIL_DB: "mail-db",
               MIGRATION_DB: "migration-db",
+              SIGN_IN_DETAIL_DB: "sign-in-detail-db",
             },
             bindings: overDefaults({
               TEST_MIGRATIONS: migrations,

@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
 import { wellKnown } from "./auth/passkeys/well-known";
-import { authArea } from "./auth/routes";
+import { authArea } from "./auth/area";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./openapi/document";
@@ -17,7 +17,7 @@ import { notesChanged, sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
-import { notesArea } from "./notes/routes";
+import { notesArea } from "./notes/area";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
 

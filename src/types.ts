@@ -22,12 +22,12 @@ export type AppEnv = {
     /** The D1 bookmark of the request's session as it stands: after a write, the write's (index.ts). */
     bookmark: () => string | null;
     /**
-     * Set by the accounts area (auth/routes.ts): a path that ended sessions of account `userId` calls it
+     * Set by the accounts area (auth/area.ts): a path that ended sessions of account `userId` calls it
      * after its write committed, and whoever holds sessions beyond a request (live sockets) re-checks them.
      */
     sessionsEnded: (userId: number) => void;
     /**
-     * Set by the notes area (notes/routes.ts): a write to account `userId`'s notes calls it after it committed,
+     * Set by the notes area (notes/area.ts): a write to account `userId`'s notes calls it after it committed,
      * and whoever watches the account (live sockets) hears of it.
      */
     notesChanged: (userId: number) => void;

@@ -16,6 +16,8 @@ declare global {
       BUDGET_DB: D1Database;
       MAIL_DB: D1Database;
       MIGRATION_DB: D1Database;
+      /** test/db/migrations.test.ts: migrated up to 0020_sign_in_detail, with sessions of the old shape. */
+      SIGN_IN_DETAIL_DB: D1Database;
     }
   }
 }

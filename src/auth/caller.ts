@@ -81,6 +81,13 @@ export async function bearerClaims(
   return token ? verifyAccessToken(token, jwtSecret).catch(() => undefined) : undefined;
 }
 
+/** The secret tokens are signed with; a deployment without one fails loudly (a ConfigError, logged as a 500). */
+export function jwtSecretOf(c: Context<AppEnv>): string {
+  const secret = c.var.config.jwtSecret;
+  if (!secret) throw new ConfigError("JWT_SECRET_KEY is not set; cannot sign tokens");
+  return secret;
+}
+
 /** The accounts area's 401 for a missing, invalid or revoked access token. */
 export function unauthorized(c: Context) {
   return c.text(AuthMessage.invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });

@@ -16,11 +16,7 @@ import {
 } from "./schema";
 import { DAY, HOUR } from "../lib/units";
 import type { Database } from "../types";
-
-/** An account still unverified this long after registering is deleted, and its address is free again. */
-export const UNVERIFIED_ACCOUNT_TTL_MS = 7 * DAY;
-/** A run of failed logins nobody has added to for this long is forgotten (and its row deleted). */
-const LOGIN_FAILURES_KEPT_MS = DAY;
+import { LOGIN_FAILURES_KEPT_MS, UNVERIFIED_ACCOUNT_TTL_MS } from "./policy";
 
 /**
  * The accounts area's share of the hourly clean-up (scheduled.ts), by name: each statement deletes what

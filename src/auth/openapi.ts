@@ -1,6 +1,6 @@
 import { bearerOnly, ref, text, throttled, type Json } from "../lib/describe";
-import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
 import { AuthMessage } from "./messages";
+import { AUTH_BODY_LIMIT_BYTES } from "./policy";
 
 /** The OpenAPI answers every accounts endpoint shares, written once for the routes' descriptions. */
 

@@ -190,8 +190,8 @@ export const mfaChallenges = sqliteTable(
     signInEpoch: integer("sign_in_epoch").notNull(),
     amr: text("amr").notNull(),
     deviceId: text("device_id"),
-    // The provider of a social sign-in waiting for its second factor, for the session it will open.
-    provider: text("provider"),
+    // What the sign-in method knows beyond `amr` (auth/core/gate.ts, SignInDetail), as JSON, for the session.
+    detail: text("detail"),
     expiresAt: integer("expires_at").notNull(),
     tries: integer("tries").notNull().default(0),
     used: integer("used", { mode: "boolean" }).notNull().default(false),
@@ -255,8 +255,9 @@ export const sessions = sqliteTable(
     // How the user signed in: RFC 8176 `amr` values, space-separated (`pwd`, `pwd otp mfa`, …; see
     // auth/session/proof.ts). Sessions from before this column were password logins.
     amr: text("amr").notNull().default("pwd"),
-    // The provider (OAUTH_PROVIDERS name) of a social sign-in; null for every other way in.
-    provider: text("provider"),
+    // What the sign-in method knows beyond `amr` (auth/core/gate.ts, SignInDetail: the provider of a social
+    // sign-in), as JSON; null when nothing.
+    detail: text("detail"),
   },
   (table) => [index("sessions_user_id").on(table.userId), index("sessions_expires_at").on(table.expiresAt)],
 );

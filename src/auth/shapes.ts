@@ -1,9 +1,14 @@
 import * as v from "valibot";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../lib/access-token";
 import { DAY, SECOND } from "../lib/units";
-import { MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS } from "./mfa/challenge";
-import { DEVICE_TOKEN_TTL_SECONDS } from "./session/devices";
-import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "./session/store";
+import {
+  DEVICE_TOKEN_TTL_SECONDS,
+  MFA_TOKEN_TRIES,
+  MFA_TOKEN_TTL_MS,
+  SESSION_ABSOLUTE_MS,
+  SESSION_IDLE_MS,
+  USER_AGENT_CHARS,
+} from "./policy";
 
 /**
  * The JSON answers of the accounts area, each defined once: the handlers' TypeScript types (and so the

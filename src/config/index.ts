@@ -1,5 +1,5 @@
 import type { SmtpSettings } from "../lib/smtp";
-import { appUrl, turnstileOf } from "./mail";
+import { appUrl, turnstileOf } from "./web";
 import { APP_NAME } from "./names";
 import { readOAuth, type OAuthConfig } from "./oauth";
 import { choice, ConfigError, group, intSetting, list, nonEmpty, type Unavailable } from "./parse";

@@ -14,7 +14,7 @@ import { connectRequest } from "./hub";
 import { LiveMessage } from "./messages";
 import { hubOf } from "./notify";
 import { CLOSE_SESSION_ENDED, Frame } from "./protocol";
-import { LiveQuery, type LiveTicketJson } from "./schemas";
+import { LiveQuery, type LiveTicketJson } from "./requests";
 import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT, TICKET_TTL_MS } from "./tickets";
 
 /**

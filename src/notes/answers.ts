@@ -7,7 +7,7 @@ import { listNotes } from "./list";
 import { NoteMessage } from "./messages";
 import { notesUnauthorized, type NotesEnv } from "./require-auth";
 import { readNote } from "./queries";
-import type { NoteJson } from "./schemas";
+import type { NoteJson } from "./requests";
 import { searchNotes } from "./search";
 
 /**

@@ -17,7 +17,7 @@ import { etagOf } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
 import { notesUnauthorized, requireNotesAuth } from "./require-auth";
 import { NoteMessage } from "./messages";
-import { safeInteger, type NoteJson } from "./schemas";
+import { safeInteger, type NoteJson } from "./requests";
 import { clockValue, estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, noteJsonText } from "./sql";
 
 /**

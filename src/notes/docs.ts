@@ -1,6 +1,6 @@
 import { json, jsonError, ref, throttled, type Json } from "../lib/describe";
 import { NoteMessage } from "./messages";
-import { NOTES_BODY_LIMIT_BYTES } from "./schemas";
+import { NOTES_BODY_LIMIT_BYTES } from "./requests";
 
 /** The OpenAPI answers the notes endpoints share, written once for the routes' descriptions. */
 

@@ -1,6 +1,6 @@
 /** Every JSON error message the notes area answers with, written once (docs/api.md lists them). */
 
-/** The most characters (code points) a title holds: here, since its message states it; schemas.ts enforces it. */
+/** The most characters (code points) a title holds: here, since its message states it; requests.ts enforces it. */
 export const MAX_TITLE_CHARS = 200;
 /**
  * The longest search (`q`) in characters (code points), and the most words it may hold, a quoted phrase's

@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { clientRateLimit } from "../lib/request-limits";
 import type { AppEnv } from "../types";
 import { NoteMessage } from "./messages";
-import { parseNoteId } from "./schemas";
+import { parseNoteId } from "./requests";
 
 /** The notes area's own middleware: the contract's id check first, and the limit on searches. */
 

@@ -14,9 +14,9 @@ import {
 } from "../auth/shapes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
-import { LiveTicket } from "../live/schemas";
+import { LiveTicket } from "../live/requests";
 import { NoteMessage } from "../notes/messages";
-import { Note } from "../notes/schemas";
+import { Note } from "../notes/requests";
 import { operationOf, schemaOf, type Json, type Operation } from "../lib/describe";
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { codesMatch, generateCode } from "../../src/auth/codes";
+import { codesMatch, generateCode } from "../../src/auth/core/codes";
 
 describe("generateCode", () => {
   it("draws six-digit codes spread over the whole range 100000..999999", () => {

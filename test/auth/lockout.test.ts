@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { issueDeviceToken } from "../../src/auth/session/devices";
+import { issueDeviceToken } from "../../src/auth/core/devices";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY } from "../../src/lib/units";
 import { Contract } from "../contract";

@@ -1,10 +1,6 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
-  EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
-} from "../../src/auth/account/email-change";
 import { AuthMessage } from "../../src/auth/messages";
 import { DAY, HOUR } from "../../src/lib/units";
 import { Contract } from "../contract";
@@ -28,6 +24,7 @@ import {
   TEXT,
   textOf,
 } from "../helpers";
+import { EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "../../src/auth/policy";
 
 /**
  * The deployment's mail budget (MAIL_HOURLY_LIMIT, MAIL_DAILY_LIMIT, the share of unverified addresses and

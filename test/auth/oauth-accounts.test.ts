@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
-import { RECENT_SIGN_IN_MS } from "../../src/auth/session/step-up";
 import { base32Decode, stepAt, totpAt } from "../../src/lib/totp";
 import {
   account,
@@ -32,6 +31,7 @@ import {
   webSignIn,
   type Tokens,
 } from "../helpers";
+import { RECENT_SIGN_IN_MS } from "../../src/auth/policy";
 
 /**
  * What a social sign-in does to accounts (src/auth/oauth/resolve.ts and store.ts): the linking rule, the

@@ -2,12 +2,7 @@ import { env } from "cloudflare:workers";
 import { decodeProtectedHeader, importJWK, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
-import {
-  APPLE_CLIENT_SECRET_RENEW_MS,
-  APPLE_CLIENT_SECRET_TTL_MS,
-  appleClientSecret,
-} from "../../src/auth/oauth/apple-secret";
-import { LOGIN_CODE_TTL_MS, STATE_TTL_MS } from "../../src/auth/oauth/web";
+import { appleClientSecret } from "../../src/auth/oauth/apple";
 import { sha256Hex } from "../../src/lib/crypto";
 import {
   APP_REDIRECT,
@@ -35,6 +30,12 @@ import {
   tokenRequestOf,
   webSignIn,
 } from "../helpers";
+import {
+  APPLE_CLIENT_SECRET_RENEW_MS,
+  APPLE_CLIENT_SECRET_TTL_MS,
+  LOGIN_CODE_TTL_MS,
+  STATE_TTL_MS,
+} from "../../src/auth/policy";
 
 /**
  * The web flow of social sign-in (src/auth/oauth/web.ts, exchange.ts, token.ts) against real providers on

@@ -1,7 +1,7 @@
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { normalizeRecoveryCode } from "../../src/auth/mfa/recovery-codes";
+import { normalizeRecoveryCode } from "../../src/auth/core/recovery-codes";
 import { sha256Hex } from "../../src/lib/crypto";
 import { hashPassword } from "../../src/lib/password";
 import { seal } from "../../src/lib/secret-box";
@@ -87,5 +87,40 @@ describe("0014_sign_in_methods", () => {
     ).toMatchObject({
       results: [{ amr: "pwd otp mfa" }, { amr: "pwd rec mfa" }],
     });
+  });
+});
+
+describe("0020_sign_in_detail and 0021_sign_in_detail_only", () => {
+  it("keeps the provider of a social sign-in's session, and of one waiting for its second factor, in the detail", async () => {
+    const db = env.SIGN_IN_DETAIL_DB;
+    const [before, all] = splitAt("0020_");
+    await applyD1Migrations(db, before);
+    const { meta } = await db
+      .prepare("INSERT INTO users (email, password, isVerified, createdAt) VALUES (?, '!', 1, ?)")
+      .bind(randomEmail(), Date.now())
+      .run();
+    const userId = meta.last_row_id;
+    const now = Date.now();
+    const session =
+      "INSERT INTO sessions (id, user_id, created_at, last_used_at, expires_at, amr, provider) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    await db.batch([
+      db.prepare(session).bind("fed-session", userId, now, now, now + 60_000, "fed", "google"),
+      db.prepare(session).bind("pwd-session", userId, now, now, now + 60_000, "pwd", null),
+      db
+        .prepare(
+          "INSERT INTO mfa_challenges (token_hash, user_id, sign_in_epoch, amr, provider, expires_at) VALUES ('pending', ?, 0, 'fed', 'github', ?)",
+        )
+        .bind(userId, now + 60_000),
+    ]);
+
+    await applyD1Migrations(db, all);
+
+    expect((await db.prepare("SELECT id, detail FROM sessions ORDER BY id").all()).results).toEqual([
+      { id: "fed-session", detail: '{"provider":"google"}' },
+      { id: "pwd-session", detail: null },
+    ]);
+    expect(await db.prepare("SELECT detail FROM mfa_challenges").first("detail")).toBe('{"provider":"github"}');
+    const columns = await db.prepare("SELECT name FROM pragma_table_info('sessions') WHERE name = 'provider'").all();
+    expect(columns.results).toEqual([]);
   });
 });

@@ -13,7 +13,7 @@ import {
 } from "../helpers";
 
 /**
- * "Pull now" after every write to an account's notes (src/live/notify.ts, called by src/notes/routes.ts): every
+ * "Pull now" after every write to an account's notes (src/live/notify.ts, handed to src/notes/area.ts): every
  * socket of the account hears of it within 2 s, with the write's bookmark and nothing else, whichever device
  * wrote; nobody else hears anything.
  */

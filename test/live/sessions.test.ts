@@ -1,6 +1,5 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { PASSWORD_CHECKS_PER_SESSION } from "../../src/auth/session/step-up";
 import { base32Decode, stepAt, totpAt } from "../../src/lib/totp";
 import { CLOSE_SESSION_ENDED, SESSION_ENDED_REASON } from "../../src/live/protocol";
 import {
@@ -25,6 +24,7 @@ import {
   type Tokens,
   within,
 } from "../helpers";
+import { PASSWORD_CHECKS_PER_SESSION } from "../../src/auth/policy";
 
 /**
  * A socket closes with 4001 within 2 s when its session ends, whatever ended it (src/live/hub.ts, told by every

@@ -10,10 +10,10 @@ import type { AppType } from "../../src/index";
 import { AuthMessage } from "../../src/auth/messages";
 import type { PasskeyJson, PasskeyRefusalJson, RequestOptionsJson } from "../../src/auth/shapes";
 import type { LiveMessage } from "../../src/live/messages";
-import type { LiveTicketJson } from "../../src/live/schemas";
+import type { LiveTicketJson } from "../../src/live/requests";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
-import type { NoteJson } from "../../src/notes/schemas";
+import type { NoteJson } from "../../src/notes/requests";
 
 const api = hc<AppType>("http://api.test", {
   fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)),

@@ -7,33 +7,25 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized, type CallerEnv } from "../caller";
-import { claimCodeAttempt, CODE_TTL_MS, codesMatch, codeToMail } from "../codes";
+import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimSlot, releaseWindow } from "../limits/windows";
-import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice } from "../mails";
+import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer, passwordChecked } from "../openapi";
-import { ChangeEmailBody, ConfirmEmailChangeBody } from "../schemas";
-import { callerAccount, reauthenticate } from "../session/step-up";
+import { ChangeEmailBody, ConfirmEmailChangeBody } from "../requests";
+import { callerAccount } from "../core/accounts";
+import { reauthenticate } from "../core/step-up";
 import { newRevertToken, undoLink } from "./email-revert";
-import { addressHeld, switchEmail } from "./store";
+import { addressHeld } from "../core/accounts";
+import { endSessions } from "../core/sessions";
+import { switchEmail } from "./store";
+import { CODE_TTL_MS, EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "../policy";
 
 /**
  * Changing the address: a code to the new address (change-email), then the switch with it
  * (confirm-email-change); the old address gets a notice that can undo it (email-revert.ts).
  */
-
-/**
- * E-mail change codes mailed to one target address in an hour, whatever the number of accounts asking:
- * the service cannot be used to flood an outside mailbox with codes.
- */
-export const EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR = 3;
-/**
- * Wrong tries at proving one target address (confirm-email-change) in an hour, all accounts together:
- * below the 3 codes × 5 tries the codes alone would allow, so five accounts asking for one address do
- * not get five times the guesses.
- */
-export const EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR = 10;
 
 /** The window of e-mail change codes mailed to `address`, or of tries at proving it, across all accounts. */
 function targetWindow(what: "codes" | "tries", address: string): string {
@@ -173,20 +165,19 @@ export const emailChange = new Hono<AppEnv>()
       if ("refused" in proof) return proof.refused;
       const { code, newEmail } = proof.proven;
       const revert = await newRevertToken();
-      if (
-        !(await switchEmail(
-          db,
-          { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash },
-          Date.now(),
-        ))
-      ) {
+      const change = { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash };
+      const switched = await endSessions(
+        c,
+        (ending) => switchEmail(ending, change, Date.now()),
+        (ok) => ok && caller.userId,
+      );
+      if (!switched) {
         // Taken by another account (not the caller's: a concurrent confirmation with this code may have won).
         return (await addressHeld(db, newEmail, Date.now(), caller.userId))
           ? c.text(AuthMessage.userExists, 409)
           : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-      c.var.sessionsEnded(caller.userId);
       await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, {
         link: undoLink(c.var.config.appUrl, c.req.url, revert.token),
         token: revert.token,

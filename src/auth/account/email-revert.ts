@@ -8,12 +8,14 @@ import { inlinePagePolicy } from "../../lib/page";
 import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../../lib/security-headers";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { mailerOf, sendEmailChangeRevertedNotice } from "../mails";
+import { mailerOf, sendEmailChangeRevertedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { REVERT_PAGE_HTML } from "./revert-page";
 import { accountErrors, accountsTag } from "../openapi";
-import { RevertEmailChangeBody } from "../schemas";
-import { EMAIL_CHANGE_REVERT_TTL_MS, revertEmailChange } from "./store";
+import { RevertEmailChangeBody } from "../requests";
+import { endSessions } from "../core/sessions";
+import { revertEmailChange } from "./store";
+import { EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
 
 /**
  * Undoing an e-mail change. A change is confirmed by the new mailbox alone, so a phished password would
@@ -88,10 +90,14 @@ export const emailRevert = new Hono<AppEnv>()
     jsonBody(RevertEmailChangeBody),
     async (c) => {
       const { token } = c.req.valid("json");
-      const { restored, stillLive } = await revertEmailChange(c.var.db, await sha256Hex(token), Date.now());
+      const tokenHash = await sha256Hex(token);
+      const { restored, stillLive } = await endSessions(
+        c,
+        (ending) => revertEmailChange(ending, tokenHash, Date.now()),
+        (undone) => undone.restored?.id,
+      );
       if (restored) {
         c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
-        c.var.sessionsEnded(restored.id);
         // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
         await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
         return c.text(AuthMessage.emailChangeReverted, 200);

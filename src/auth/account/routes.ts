@@ -4,14 +4,15 @@ import { hashPassword, NO_PASSWORD } from "../../lib/password";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasswordChangedNotice } from "../mails";
+import { mailerOf, sendPasswordChangedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
-import { isActive } from "../mfa/factor";
+import { isActive } from "../core/factor";
 import { bearer, bearerErrors, passwordChecked, passwordRules } from "../openapi";
-import { ChangePasswordBody, DeleteAccountBody } from "../schemas";
-import { identitiesOf } from "../oauth/store";
+import { ChangePasswordBody, DeleteAccountBody } from "../requests";
 import type { MeJson } from "../shapes";
-import { callerAccount, reauthenticate } from "../session/step-up";
+import { callerProfile } from "../core/accounts";
+import { endSessions } from "../core/sessions";
+import { reauthenticate } from "../core/step-up";
 import { emailChange } from "./email-change";
 import { changePassword, deleteAccount, type OwnedElsewhere } from "./store";
 
@@ -29,9 +30,9 @@ export const accountRoutes = new Hono<AppEnv>()
     }),
     requireAccessToken,
     async (c) => {
-      const user = await callerAccount(c, c.var.caller);
-      if (!user) return unauthorized(c);
-      const identities = await identitiesOf(c.var.db, user.id);
+      const profile = await callerProfile(c.var.db, c.var.caller, Date.now());
+      if (!profile) return unauthorized(c);
+      const { account: user, identities } = profile;
       const totp = isActive(user.factor);
       const me: MeJson = {
         id: user.id,
@@ -73,16 +74,20 @@ export const accountRoutes = new Hono<AppEnv>()
     jsonBody(ChangePasswordBody),
     async (c) => {
       const { current_password: currentPassword, new_password: newPassword, code: stepUpCode } = c.req.valid("json");
-      const { config, db, log, caller } = c.var;
+      const { config, log, caller } = c.var;
       const confirmed = await reauthenticate(c, {
         password: { value: currentPassword, missing: AuthMessage.changePasswordRequired },
         code: { value: stepUpCode },
       });
       if ("refused" in confirmed) return confirmed.refused;
-      if (!(await changePassword(db, caller, await hashPassword(newPassword, config.bcryptCost), Date.now())))
-        return unauthorized(c);
+      const hash = await hashPassword(newPassword, config.bcryptCost);
+      const changed = await endSessions(
+        c,
+        (ending) => changePassword(ending, caller, hash, Date.now()),
+        (ok) => ok && caller.userId,
+      );
+      if (!changed) return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
-      c.var.sessionsEnded(caller.userId);
       await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
       return c.text(AuthMessage.passwordChanged, 200);
     },
@@ -117,16 +122,19 @@ export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
     jsonBody(DeleteAccountBody),
     async (c) => {
       const { password, code: stepUpCode } = c.req.valid("json");
-      const { db, log, caller } = c.var;
+      const { log, caller } = c.var;
       const confirmed = await reauthenticate(c, {
         password: { value: password, missing: AuthMessage.passwordRequired },
         code: { value: stepUpCode },
       });
       if ("refused" in confirmed) return confirmed.refused;
-      if (!(await deleteAccount(db, caller, confirmed.account.email, ownedElsewhere, Date.now())))
-        return unauthorized(c);
+      const deleted = await endSessions(
+        c,
+        (ending) => deleteAccount(ending, caller, confirmed.account.email, ownedElsewhere, Date.now()),
+        (ok) => ok && caller.userId,
+      );
+      if (!deleted) return unauthorized(c);
       log.info("account_deleted", { userId: caller.userId });
-      c.var.sessionsEnded(caller.userId);
       return c.body(null, 204);
     },
   );

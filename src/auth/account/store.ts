@@ -1,22 +1,18 @@
-import { and, eq, getTableColumns, gt, gte, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, gte, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
-import { emailChangeReverts, loginFailures, oneTimeCodes, resetRequests, users } from "../schema";
+import { emailChangeReverts, loginFailures, oneTimeCodes, passkeys, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
-import { DAY } from "../../lib/units";
 import { batchOf } from "../../db/client";
 import type { Database } from "../../types";
 import { liveSession } from "../caller";
-import { codeStillIssued, deleteCode } from "../codes";
-import { removeFactorsAddedSince } from "../mfa/factor";
-import { removePasskeysAddedSince } from "../passkeys/store";
-import { endAllSessions, endOtherSessions } from "../session/store";
+import { passwordWrite, reserved } from "../core/accounts";
+import { codeStillIssued, deleteCode } from "../core/codes";
+import { removeFactorsAddedSince } from "../core/factor";
+import type { SessionEnding } from "../core/sessions";
+import { EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
 
 /** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
-
-/** A confirmed change's old address may undo it for this long (email-revert.ts). */
-export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
 
 /**
  * What another area keeps for an account (the notes area's notes and their feed), as statements to run
@@ -26,20 +22,15 @@ export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
 export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => BatchItem<"sqlite">[];
 
 /**
- * The columns every password write sets: the password (a hash, or NO_PASSWORD), the sign-in epoch moved on
- * (sign-ins checked against the old one open nothing: session/gate.ts) and when it changed (device tokens
- * issued before it are stale: session/devices.ts).
- */
-export const passwordWrite = (hash: string, now: number) => ({
-  password: hash,
-  signInEpoch: sql`${users.signInEpoch} + 1`,
-  passwordChangedAt: now,
-});
-
-/**
  * Sets the caller's password and ends every other session, while the caller's session is live: false when it was not.
  */
-export async function changePassword(db: Database, caller: AccessClaims, hash: string, now: number): Promise<boolean> {
+export async function changePassword(
+  ending: SessionEnding,
+  caller: AccessClaims,
+  hash: string,
+  now: number,
+): Promise<boolean> {
+  const { db } = ending;
   const live = liveSession(caller, now);
   const [changed] = await db.batch([
     db
@@ -47,7 +38,7 @@ export async function changePassword(db: Database, caller: AccessClaims, hash: s
       .set(passwordWrite(hash, now))
       .where(and(eq(users.id, caller.userId), live))
       .returning({ id: users.id }),
-    endOtherSessions(db, caller, live),
+    ending.others(caller, live),
   ]);
   return changed.length > 0;
 }
@@ -58,7 +49,7 @@ export async function changePassword(db: Database, caller: AccessClaims, hash: s
  * then the user, whose sessions, codes and factors go with it. False when the session was not live.
  */
 export async function deleteAccount(
-  db: Database,
+  { db }: SessionEnding,
   caller: AccessClaims,
   email: string,
   ownedElsewhere: OwnedElsewhere,
@@ -78,67 +69,6 @@ export async function deleteAccount(
   return Array.isArray(deleted) && deleted.length > 0;
 }
 
-/**
- * The condition that `email` is reserved: an account gave it up in an e-mail change whose revert token
- * still lives, so that account may take it back (any account but `except`, which may reuse its own).
- */
-export function reserved(email: string | SQL, now: number, except?: number | SQL): SQL {
-  const others = except === undefined ? undefined : ne(emailChangeReverts.userId, except);
-  return sql`EXISTS (SELECT 1 FROM ${emailChangeReverts} WHERE ${and(eq(emailChangeReverts.oldEmail, email), gt(emailChangeReverts.expiresAt, now), others)})`;
-}
-
-/** What a new account is made with; every other column takes its default. */
-export interface NewAccount {
-  email: string;
-  /** A bcrypt hash, or NO_PASSWORD (an account made by a provider's sign-in). */
-  password: string;
-  isVerified: boolean;
-  /** The registration mail, counted as the first of the hour's allowance (0: none was claimed). */
-  mailClaimedAt: number;
-}
-
-/**
- * The statement that makes an account, unless its address is taken (the unique index decides between
- * concurrent ones, not a prior read) or reserved (an undoable e-mail change gave it up): one row with its
- * id, or none. Every column Drizzle's INSERT … SELECT wants is given: the ones set here, the others their
- * defaults (a new column with a default needs nothing here). Batchable.
- */
-export function newAccount(db: Database, account: NewAccount, now: number) {
-  const claimed = account.mailClaimedAt;
-  const set: Partial<Record<keyof typeof users.$inferInsert, string | number | null>> = {
-    email: account.email,
-    password: account.password,
-    isVerified: account.isVerified ? 1 : 0,
-    createdAt: now,
-    lastMailAt: claimed,
-    mailWindowStart: claimed,
-    mailsInWindow: claimed > 0 ? 1 : 0,
-  };
-  const row = Object.fromEntries(
-    Object.entries(getTableColumns(users)).map(([key, column]) => {
-      const value = key in set ? set[key as keyof typeof set] : column.default;
-      return [key, sql`${value ?? null}`.as(column.name)];
-    }),
-  );
-  // The row is built from the table's own columns, which the compiler cannot follow: it is every column, in order.
-  const select = db
-    .select(row)
-    .from(sql`(SELECT 1)`)
-    .where(sql`NOT ${reserved(account.email, now)}`) as unknown as SQLiteInsertSelectQueryBuilder<typeof users>;
-  return db.insert(users).select(select).onConflictDoNothing({ target: users.email }).returning({ id: users.id });
-}
-
-/** Whether another account holds `email`, or has it reserved (any account but `except`). */
-export async function addressHeld(db: Database, email: string, now: number, except?: number): Promise<boolean> {
-  const [held] = await db
-    .select({ held: sql<number>`1` })
-    .from(sql`(SELECT 1)`)
-    .where(
-      sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.email, email), except === undefined ? undefined : ne(users.id, except))}) OR ${reserved(email, now, except)}`,
-    );
-  return held !== undefined;
-}
-
 /** The confirmation of an e-mail change: the account, its old address and the code it claimed. */
 export interface EmailSwitch {
   caller: AccessClaims;
@@ -155,10 +85,11 @@ export interface EmailSwitch {
  * undo; this code is used up either way. False when nothing switched.
  */
 export async function switchEmail(
-  db: Database,
+  ending: SessionEnding,
   { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch,
   now: number,
 ): Promise<boolean> {
+  const { db } = ending;
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.email} = ${newEmail}) AND NOT ${reserved(newEmail, now, caller.userId)}`;
   const switched = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, newEmail))})`;
   const stillIssued = codeStillIssued(caller.userId, "change_email", code);
@@ -168,7 +99,7 @@ export async function switchEmail(
       .set({ email: newEmail, isVerified: true })
       .where(and(eq(users.id, caller.userId), stillIssued, liveSession(caller, now), addressFree))
       .returning({ id: users.id }),
-    endOtherSessions(db, caller, switched),
+    ending.others(caller, switched),
     // Codes mailed to the old address (a password reset, say) must not act on the account any more.
     db
       .delete(oneTimeCodes)
@@ -216,7 +147,8 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
  * owner's. Answers the restored account and the address it was taken from, or whether the token was live (its address
  * is held by another account after all).
  */
-export async function revertEmailChange(db: Database, tokenHash: string, now: number) {
+export async function revertEmailChange(ending: SessionEnding, tokenHash: string, now: number) {
+  const { db } = ending;
   const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
   const ofToken = (
     column: typeof emailChangeReverts.userId | typeof emailChangeReverts.oldEmail | typeof emailChangeReverts.createdAt,
@@ -241,7 +173,7 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
       .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
       .where(and(eq(users.id, userId), addressFree))
       .returning({ id: users.id, email: users.email }),
-    endAllSessions(db, userId, reverted),
+    ending.all(userId, reverted),
     // Codes mailed to the address being undone must not act on the account any more.
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
@@ -254,4 +186,12 @@ export async function revertEmailChange(db: Database, tokenHash: string, now: nu
   ]);
   // Not restored with a live token: another account holds the old address (nothing was written).
   return { restored: restored && token && { ...restored, takenFrom: token.takenFrom }, stillLive: token !== undefined };
+}
+
+/**
+ * The statement that removes the passkeys the account added at or after `since`, while `condition` holds:
+ * the undo of an e-mail change takes away what whoever changed the address added (account/store.ts).
+ */
+function removePasskeysAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
+  return db.delete(passkeys).where(and(eq(passkeys.userId, userId), gte(passkeys.createdAt, since), condition));
 }

@@ -1,7 +1,7 @@
 import { and, eq, lte, sql, type AnyColumn } from "drizzle-orm";
 import { deviceLoginFailures, loginFailures } from "../schema";
-import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
+import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK, LOGIN_LOCK_MS } from "../policy";
 
 /**
  * The login lock: a run of attempts per address, or per device of the owner's (a valid device token, see
@@ -9,18 +9,6 @@ import type { Database } from "../../types";
  * someone who knows only an address cannot lock its owner out of the devices they use
  * (docs/security-lockout.md).
  */
-
-/** Login attempts (failed, or still being checked) that lock an address... */
-export const LOGIN_FAILURES_BEFORE_LOCK = 10;
-/** ...for this long. */
-export const LOGIN_LOCK_MS = 15 * MINUTE;
-
-/**
- * Wrong passwords after which a device of the owner (a valid device token, see devices.ts) is locked, for
- * DEVICE_LOCK_MS: a device is judged on its own failures, not on the address's.
- */
-export const DEVICE_FAILURES_BEFORE_LOCK = 5;
-export const DEVICE_LOCK_MS = 15 * MINUTE;
 
 /**
  * A run of failed attempts that locks what it counts, as the SET and WHERE of one upsert: the claim that

@@ -1,9 +1,9 @@
 import { and, eq, lte, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { resetMailAllowances, users } from "../schema";
-import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 import { claimWindowSql, windowWait, type Window } from "./windows";
+import { MAILS_PER_HOUR, MAIL_COOLDOWN_MS, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR } from "../policy";
 
 /**
  * The mail allowances of an account: every code mail (a cooldown and an hourly cap, on the `users` row),
@@ -11,20 +11,6 @@ import { claimWindowSql, windowWait, type Window } from "./windows";
  * owner's reset mails. Each is claimed by one conditional write before anything is mailed.
  */
 
-/** At least this long between two mails to one account (codes of any purpose, registration included). */
-export const MAIL_COOLDOWN_MS = MINUTE;
-/** At most this many such mails per account per hour. */
-export const MAILS_PER_HOUR = 5;
-/**
- * Reset mails (forgot-password) have an allowance of their own, apart from the account's other mails:
- * at most this many an hour to one address, whoever asks (the cap against mail-bombing)...
- */
-export const RESET_MAILS_PER_HOUR = 5;
-/**
- * ...and of those at most this many an hour, a MAIL_COOLDOWN_MS apart, for any one requesting client
- * (an IPv4 address or an IPv6 /64): one client cannot use up the owner's reset mails.
- */
-export const RESET_MAILS_PER_CLIENT_PER_HOUR = 2;
 /** The `client` of an address's own row in reset_mail_allowances. */
 const WHOLE_ADDRESS = "*";
 

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { describeError } from "../../lib/log";
-import { SECOND } from "../../lib/units";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
+import { TURNSTILE_TIMEOUT_MS } from "../policy";
 
 /**
  * Cloudflare Turnstile on the endpoints anyone can use to make us send mail (register, resend the code,
@@ -13,8 +13,6 @@ import { AuthMessage } from "../messages";
  */
 
 export const TURNSTILE_FIELD = "cf-turnstile-response";
-/** How long siteverify may take before the request is refused as unverifiable. */
-const VERIFY_TIMEOUT_MS = 5 * SECOND;
 
 /** The refusal to answer, or undefined when the request may go on. */
 export async function turnstileRefusal(c: Context<AppEnv>, bodyToken: string | undefined) {
@@ -30,7 +28,7 @@ export async function turnstileRefusal(c: Context<AppEnv>, bodyToken: string | u
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: form.toString(),
-      signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
+      signal: AbortSignal.timeout(TURNSTILE_TIMEOUT_MS),
     });
     const outcome: unknown = await answer.json();
     if (typeof outcome === "object" && outcome !== null && "success" in outcome && outcome.success === true)

@@ -6,16 +6,17 @@ import { base32Encode, newTotpSecret, otpauthUri } from "../../lib/totp";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken } from "../caller";
-import { mailerOf, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../mails";
+import { mailerOf, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer } from "../openapi";
-import { DisableTotpBody, EnrolTotpBody, TotpCodeBody } from "../schemas";
-import { reauthenticate } from "../session/step-up";
-import { endOtherSessions } from "../session/store";
-import { dropChallenges } from "./challenge";
-import { acceptCode, enrolPending, isActive, removeFactors } from "./factor";
-import { newRecoveryCodes, RECOVERY_CODE_COUNT, replaceRecoveryCodes } from "./recovery-codes";
+import { DisableTotpBody, EnrolTotpBody, TotpCodeBody } from "../requests";
+import { reauthenticate } from "../core/step-up";
+import { endSessions } from "../core/sessions";
+import { dropChallenges } from "../core/pending";
+import { acceptCode, enrolPending, isActive, removeFactors } from "../core/factor";
+import { newRecoveryCodes, replaceRecoveryCodes } from "../core/recovery-codes";
 import { CODE_RULES, mfaVerify } from "./verify";
+import { RECOVERY_CODE_COUNT } from "../policy";
 
 /** The answer that shows a new set of recovery codes, once. */
 const recoveryCodesAnswer = (description: string) =>
@@ -131,9 +132,12 @@ export const mfaRoutes = new Hono<AppEnv>()
         return c.text(outcome === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
       const codes = newRecoveryCodes();
       // Sessions opened before the factor was on never passed it: they end (the caller's goes on).
-      await replaceRecoveryCodes(db, account.id, codes, [endOtherSessions(db, c.var.caller)]);
+      await endSessions(
+        c,
+        (ending) => replaceRecoveryCodes(db, account.id, codes, [ending.others(c.var.caller)]),
+        () => account.id,
+      );
       log.info("mfa_enabled", { userId: account.id });
-      c.var.sessionsEnded(account.id);
       await sendMfaEnabledNotice(mailerOf(c.var), account.email);
       return c.json({ recovery_codes: codes }, 200);
     },
@@ -214,13 +218,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       });
       if ("refused" in check) return check.refused;
       if (!isActive(check.account.factor)) return c.text(AuthMessage.mfaNotActive, 400);
-      await db.batch([
-        ...removeFactors(db, caller.userId),
-        dropChallenges(db, caller.userId),
-        endOtherSessions(db, caller),
-      ]);
+      await endSessions(
+        c,
+        (ending) =>
+          db.batch([...removeFactors(db, caller.userId), dropChallenges(db, caller.userId), ending.others(caller)]),
+        () => caller.userId,
+      );
       log.info("mfa_disabled", { userId: caller.userId });
-      c.var.sessionsEnded(caller.userId);
       await sendMfaDisabledNotice(mailerOf(c.var), check.account.email);
       return c.body(null, 204);
     },

@@ -5,14 +5,15 @@ import { tooManyRequests } from "../../lib/http";
 import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { LOGIN_FAILURES_BEFORE_LOCK, loginCounter } from "../limits/login";
+import { loginCounter } from "../limits/login";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
-import { MfaVerifyBody } from "../schemas";
-import { openSession, parseAmr } from "../session/gate";
-import { claimChallengeTry, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, useChallenge } from "./challenge";
-import { checkSecondFactor } from "./check";
-import { accountFactor, isActive, WRONG_CODES_PER_HOUR } from "./factor";
+import { MfaVerifyBody } from "../requests";
+import { parseAmr, readDetail, signIn } from "../core/gate";
+import { claimChallengeTry, useChallenge } from "../core/pending";
+import { checkSecondFactor } from "../core/factor-check";
+import { accountFactor, isActive } from "../core/factor";
+import { LOGIN_FAILURES_BEFORE_LOCK, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 
 /** The rules of a TOTP code, as every route that takes one states them. */
 export const CODE_RULES = `6 digits, 30-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
@@ -46,9 +47,10 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
     account: { id: challenged.userId, email: account.email, signInEpoch: challenged.signInEpoch },
     amr: [...parseAmr(challenged.amr), check.proven, "mfa" as const],
     deviceId,
-    provider: challenged.provider ?? undefined,
+    detail: readDetail(challenged.detail),
+    factorDue: false as const,
   };
-  return openSession(c, proof, [counter.release(claim.lockedUntil)]);
+  return signIn(c, proof, [counter.release(claim.lockedUntil)]);
 }
 
 export const mfaVerify = new Hono<AppEnv>().post(

@@ -1,12 +1,14 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { OAuthConfig, OAuthProvider } from "../../config";
+import type { OAuthConfig } from "../../config";
 import { json, ref, text } from "../../lib/describe";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
-import type { SignInProof } from "../session/gate";
+import type { SignInProof } from "../core/gate";
 import type { OAuthRefusalJson } from "../shapes";
+import type { SignInProvider } from "./provider";
+import { signInProvider } from "./providers";
 import type { Refusal } from "./resolve";
 import type { SignInAccount } from "./store";
 
@@ -22,8 +24,9 @@ export function oauthSettings(c: Context<AppEnv>): OAuthConfig | undefined {
 }
 
 /** The path's provider, if it is one of OAUTH_PROVIDERS. */
-export function providerOf(c: Context<AppEnv>): OAuthProvider | undefined {
-  return oauthSettings(c)?.providers.get(c.req.param("provider") ?? "");
+export function providerOf(c: Context<AppEnv>): SignInProvider | undefined {
+  const settings = oauthSettings(c)?.providers.get(c.req.param("provider") ?? "");
+  return settings && signInProvider(settings);
 }
 
 /**
@@ -51,7 +54,7 @@ export function fedProof(account: SignInAccount, provider: string, signInEpoch =
     amr: ["fed"],
     deviceId: undefined,
     factorDue: account.totpStatus === "active",
-    provider,
+    detail: { provider },
   };
 }
 

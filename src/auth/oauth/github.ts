@@ -1,13 +1,42 @@
+import * as oauth from "oauth4webapi";
 import type { OAuthProvider } from "../../config";
-import { normalizeEmail } from "../schemas";
-import type { ProviderIdentity } from "./identity";
-import { PROVIDER_TIMEOUT_MS, ProviderUnavailable } from "./providers";
+import { PROVIDER_TIMEOUT_MS } from "../policy";
+import { normalizeEmail } from "../requests";
+import { CodeGrantProvider } from "./code-grant";
+import { ProviderUnavailable, type IdTokenCheck, type ProviderIdentity, type Server } from "./provider";
 
 /**
- * GitHub is OAuth 2 without id_tokens: the identity is its numeric user id (GET /user) and the address its
- * primary one (GET /user/emails), vouched for when GitHub has verified it. The API base is
+ * GitHub is OAuth 2 without id_tokens, all of its differences here: fixed endpoints under its web address
+ * (OAUTH_GITHUB_URL), its own scopes, and the identity from its user API: the numeric user id (GET /user)
+ * and the primary address (GET /user/emails), vouched for when GitHub has verified it. The API base is
  * OAUTH_GITHUB_API_URL (GitHub Enterprise, tests).
  */
+export class GitHubProvider extends CodeGrantProvider {
+  readonly supportsIdTokens = false;
+  protected readonly scope = "read:user user:email";
+
+  protected server(): Promise<Server> {
+    const { issuer } = this.settings;
+    return Promise.resolve({
+      issuer,
+      authorization_endpoint: `${issuer}/login/oauth/authorize`,
+      token_endpoint: `${issuer}/login/oauth/access_token`,
+    });
+  }
+
+  protected async identityOfResponse(server: Server, response: Response) {
+    const result = await oauth.processAuthorizationCodeResponse(
+      server,
+      { client_id: this.settings.clientId },
+      response,
+    );
+    return githubIdentity(this.settings, result.access_token);
+  }
+
+  identity(): Promise<IdTokenCheck> {
+    return Promise.resolve({ refused: "invalid", reason: "GitHub issues no id_tokens" });
+  }
+}
 
 interface GitHubEmail {
   email: string;
@@ -42,10 +71,7 @@ function isEmail(value: unknown): value is GitHubEmail {
 }
 
 /** The identity behind a GitHub access token; undefined when GitHub's answers are not what its API documents. */
-export async function githubIdentity(
-  provider: OAuthProvider,
-  accessToken: string,
-): Promise<ProviderIdentity | undefined> {
+async function githubIdentity(provider: OAuthProvider, accessToken: string): Promise<ProviderIdentity | undefined> {
   const [user, emails] = await Promise.all([
     api(provider, "/user", accessToken),
     api(provider, "/user/emails", accessToken),

@@ -3,8 +3,8 @@ import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
-import { IdTokenBody } from "./schemas";
-import { passGate } from "../session/gate";
+import { IdTokenBody } from "./requests";
+import { signIn } from "../core/gate";
 import {
   fedProof,
   knownProvider,
@@ -16,8 +16,7 @@ import {
   signInAnswers,
   unknownProviderAnswer,
 } from "./common";
-import { appNonce, identityOfIdToken } from "./identity";
-import { authorizationServer, ProviderUnavailable } from "./providers";
+import { appNonce, ProviderUnavailable } from "./provider";
 import { resolveAccount } from "./resolve";
 
 /** A JSON refusal of the native flow, with its one body as the example. */
@@ -73,27 +72,24 @@ export const nativeFlow = new Hono<AppEnv>().post(
   knownProvider,
   jsonBody(IdTokenBody),
   async (c) => {
-    const { db, log } = c.var;
+    const { log } = c.var;
     const provider = providerOf(c);
     if (!provider) return unknownProviderAnswer(c);
-    if (provider.protocol === "github") return c.text(AuthMessage.noIdTokens, 404);
+    if (!provider.supportsIdTokens) return c.text(AuthMessage.noIdTokens, 404);
+    const { name, clientId, audiences } = provider.settings;
     const { id_token: token, nonce } = c.req.valid("json");
     try {
-      const server = await authorizationServer(provider);
-      const verified = await identityOfIdToken(provider, server, token, {
-        audiences: [provider.clientId, ...provider.audiences],
-        nonce: appNonce(nonce),
-      });
+      const verified = await provider.identity(token, { audiences: [clientId, ...audiences], nonce: appNonce(nonce) });
       if ("refused" in verified) {
-        log.warn("oauth_id_token_refused", { provider: provider.name, reason: verified.refused });
+        log.warn("oauth_id_token_refused", { provider: name, reason: verified.refused });
         return c.text(verified.refused === "nonce" ? AuthMessage.nonceMismatch : AuthMessage.invalidIdToken, 401);
       }
-      const resolved = await resolveAccount(db, log, provider, verified.identity, Date.now());
+      const resolved = await resolveAccount(c, provider.settings, verified.identity, Date.now());
       if ("refused" in resolved) return refusalAnswer(c, resolved.refused);
-      return passGate(c, fedProof(resolved.account, provider.name));
+      return signIn(c, fedProof(resolved.account, name));
     } catch (err) {
       if (!(err instanceof ProviderUnavailable)) throw err;
-      log.warn("oauth_provider_unavailable", { provider: provider.name, reason: err.message });
+      log.warn("oauth_provider_unavailable", { provider: name, reason: err.message });
       return c.text(AuthMessage.providerUnavailable, 503);
     }
   },

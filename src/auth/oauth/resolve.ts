@@ -1,7 +1,8 @@
 import type { OAuthProvider } from "../../config";
-import type { Logger } from "../../lib/log";
-import type { Database } from "../../types";
-import type { ProviderIdentity } from "./identity";
+import type { Context } from "hono";
+import type { AppEnv } from "../../types";
+import { endSessions } from "../core/sessions";
+import type { ProviderIdentity } from "./provider";
 import {
   addressHolder,
   createPasswordless,
@@ -29,12 +30,12 @@ import {
 export type Refusal = "email_not_verified" | "account_conflict";
 
 export async function resolveAccount(
-  db: Database,
-  log: Logger,
+  c: Context<AppEnv>,
   provider: OAuthProvider,
   identity: ProviderIdentity,
   now: number,
 ): Promise<{ account: SignInAccount } | { refused: Refusal }> {
+  const { db, log } = c.var;
   const { issuer, subject, email } = identity;
   const known = await identityAccount(db, issuer, subject);
   if (known) {
@@ -46,7 +47,15 @@ export async function resolveAccount(
   const { holder, reserved } = await addressHolder(db, email, provider.name, now);
   if (!holder && !reserved && (await createPasswordless(db, email, link, now))) {
     log.info("oauth_account_created", { provider: provider.name });
-  } else if (holder && !holder.isVerified && (await takeOver(db, holder.id, link))) {
+  } else if (
+    holder &&
+    !holder.isVerified &&
+    (await endSessions(
+      c,
+      (ending) => takeOver(ending, holder.id, link),
+      (taken) => taken && holder.id,
+    ))
+  ) {
     log.warn("oauth_account_taken_over", { provider: provider.name, userId: holder.id });
   } else if (holder?.isVerified && !holder.linked) {
     await linkIdentity(db, holder.id, link);

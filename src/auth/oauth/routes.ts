@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../types";
-import { identityRoutes } from "./identities";
+import { identityRoutes } from "./unlink";
 import { nativeFlow } from "./native";
 import { tokenExchange } from "./token";
 import { webFlow } from "./web";

@@ -4,9 +4,9 @@ import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
-import { newAccount, passwordWrite, reserved } from "../account/store";
-import { factorFields } from "../mfa/factor";
-import { endAllSessions } from "../session/store";
+import { newAccount, passwordWrite, reserved } from "../core/accounts";
+import { factorFields } from "../core/factor";
+import type { SessionEnding } from "../core/sessions";
 
 /**
  * The SQL of social sign-in: the flows' states and login codes (each claimed by one DELETE … RETURNING,
@@ -150,10 +150,11 @@ export async function createPasswordless(db: Database, email: string, identity: 
  * and reset requests end, then the password goes (NO_PASSWORD), the address counts as verified and the
  * sign-in epoch moves on (a sign-in of the squatter's in flight opens nothing), and the identity is linked.
  */
-export async function takeOver(db: Database, userId: number, identity: NewIdentity, now = Date.now()) {
+export async function takeOver(ending: SessionEnding, userId: number, identity: NewIdentity, now = Date.now()) {
+  const { db } = ending;
   const unverified = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.isVerified} = 0)`;
   const [, , , [taken]] = await db.batch([
-    endAllSessions(db, userId, unverified),
+    ending.all(userId, unverified),
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), unverified)),
     db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), unverified)),
     db
@@ -164,15 +165,6 @@ export async function takeOver(db: Database, userId: number, identity: NewIdenti
     linkStatement(db, eq(users.id, userId), identity),
   ]);
   return taken !== undefined;
-}
-
-/** The caller's linked identities, oldest first. */
-export function identitiesOf(db: Database, userId: number) {
-  return db
-    .select({ provider: oauthIdentities.provider, email: oauthIdentities.email, createdAt: oauthIdentities.createdAt })
-    .from(oauthIdentities)
-    .where(eq(oauthIdentities.userId, userId))
-    .orderBy(oauthIdentities.createdAt, oauthIdentities.provider);
 }
 
 /**

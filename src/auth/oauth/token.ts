@@ -6,11 +6,11 @@ import { SECOND } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
-import { OAuthTokenBody } from "./schemas";
-import { passGate } from "../session/gate";
+import { OAuthTokenBody } from "./requests";
+import { signIn } from "../core/gate";
 import { fedProof, oauthOperation, signInAnswers } from "./common";
 import { accountById, claimLoginCode } from "./store";
-import { LOGIN_CODE_TTL_MS } from "./web";
+import { LOGIN_CODE_TTL_MS } from "../policy";
 
 /**
  * The web flow's last step: the app exchanges the login code with its PKCE verifier. The code is claimed
@@ -48,6 +48,6 @@ export const tokenExchange = new Hono<AppEnv>().post(
     }
     const account = await accountById(db, claimed.userId);
     if (!account) return c.text(AuthMessage.invalidLoginCode, 401);
-    return passGate(c, fedProof(account, claimed.provider, claimed.signInEpoch));
+    return signIn(c, fedProof(account, claimed.provider, claimed.signInEpoch));
   },
 );

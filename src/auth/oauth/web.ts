@@ -7,9 +7,8 @@ import { clientRateLimit } from "../../lib/request-limits";
 import { MINUTE, SECOND } from "../../lib/units";
 import { queryParams } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import type { OAuthProvider } from "../../config";
 import { AuthMessage } from "../messages";
-import { AuthorizeQuery } from "./schemas";
+import { AuthorizeQuery } from "./requests";
 import {
   knownProvider,
   oauthOperation,
@@ -21,9 +20,10 @@ import {
   unknownProviderAnswer,
 } from "./common";
 import { exchangeCode } from "./exchange";
-import { authorizationServer, ProviderUnavailable } from "./providers";
+import { ProviderUnavailable } from "./provider";
 import { resolveAccount } from "./resolve";
 import { claimState, saveLoginCode, saveState, type OAuthState } from "./store";
+import { LOGIN_CODE_TTL_MS, STATE_TTL_MS } from "../policy";
 
 /**
  * The web flow (docs/social-sign-in.md): authorize sends the browser to the provider with a state of the
@@ -33,16 +33,9 @@ import { claimState, saveLoginCode, saveState, type OAuthState } from "./store";
  * (POST /auth/oauth/token). No token ever travels in a URL.
  */
 
-/** A state lives this long: the time a person has to sign in at the provider. */
-export const STATE_TTL_MS = 10 * MINUTE;
-/** A login code lives this long: the app exchanges it at once. */
-export const LOGIN_CODE_TTL_MS = 60 * SECOND;
-
-const SCOPES = { oidc: "openid email", github: "read:user user:email" };
-
-/** This service's callback for the provider, absolute, from the request's origin. */
-function callbackUrl(c: Context<AppEnv>, provider: OAuthProvider): string {
-  return `${new URL(c.req.url).origin}/auth/oauth/${provider.name}/callback`;
+/** This service's callback for the provider `name`, absolute, from the request's origin. */
+function callbackUrl(c: Context<AppEnv>, name: string): string {
+  return `${new URL(c.req.url).origin}/auth/oauth/${name}/callback`;
 }
 
 /** The app's redirect_uri with `values` added to its query. */
@@ -60,21 +53,23 @@ async function callback(c: Context<AppEnv>, params: URLSearchParams) {
   const { db, log } = c.var;
   const provider = providerOf(c);
   if (!provider) return unknownProviderAnswer(c);
+  const { name } = provider.settings;
   const now = Date.now();
   const stateValue = params.get("state");
   const state = stateValue ? await claimState(db, await sha256Hex(stateValue), now) : undefined;
-  if (!stateValue || !state || state.provider !== provider.name) return c.text(AuthMessage.unknownState, 400);
+  if (!stateValue || !state || state.provider !== name) return c.text(AuthMessage.unknownState, 400);
   const error = params.get("error");
   if (error !== null) return toApp(c, state, { error: providerError(error) });
   if (!params.get("code")) return toApp(c, state, { error: "invalid_request" });
   const exchanged = await exchangeCode(log, provider, {
     params,
-    state,
     stateValue,
-    callbackUrl: callbackUrl(c, provider),
+    codeVerifier: state.codeVerifier,
+    nonce: state.nonce,
+    callbackUrl: callbackUrl(c, name),
   });
   if ("error" in exchanged) return toApp(c, state, { error: exchanged.error });
-  const resolved = await resolveAccount(db, log, provider, exchanged.identity, now);
+  const resolved = await resolveAccount(c, provider.settings, exchanged.identity, now);
   if ("refused" in resolved) return toApp(c, state, { error: resolved.refused });
   const code = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const { id: userId, signInEpoch } = resolved.account;
@@ -82,7 +77,7 @@ async function callback(c: Context<AppEnv>, params: URLSearchParams) {
     codeHash: await sha256Hex(code),
     userId,
     signInEpoch,
-    provider: provider.name,
+    provider: name,
     codeChallenge: state.codeChallenge,
     expiresAt: now + LOGIN_CODE_TTL_MS,
   });
@@ -151,19 +146,26 @@ export const webFlow = new Hono<AppEnv>()
       if (!provider) return unknownProviderAnswer(c);
       const { redirect_uri: redirectUri, code_challenge: codeChallenge, state: appState } = c.req.valid("query");
       if (!oauthSettings(c)?.redirectUrls.includes(redirectUri)) return c.text(AuthMessage.redirectUriNotAllowed, 400);
-      if (!provider.clientSecret) return c.text(AuthMessage.noWebSignIn, 404);
-      const server = await authorizationServer(provider).catch((err: unknown) => {
-        if (err instanceof ProviderUnavailable) return undefined;
-        throw err;
-      });
-      if (!server?.authorization_endpoint) return c.text(AuthMessage.providerUnavailable, 503);
+      const { name, clientSecret } = provider.settings;
+      if (!clientSecret) return c.text(AuthMessage.noWebSignIn, 404);
       const [state, codeVerifier, nonce] = [
         oauth.generateRandomState(),
         oauth.generateRandomCodeVerifier(),
         oauth.generateRandomNonce(),
       ];
+      const request = {
+        callbackUrl: callbackUrl(c, name),
+        state,
+        nonce,
+        codeChallenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+      };
+      const url = await provider.authorizeUrl(request).catch((err: unknown) => {
+        if (err instanceof ProviderUnavailable) return undefined;
+        throw err;
+      });
+      if (!url) return c.text(AuthMessage.providerUnavailable, 503);
       const stored = {
-        provider: provider.name,
+        provider: name,
         redirectUri,
         appState: appState ?? null,
         codeChallenge,
@@ -172,20 +174,6 @@ export const webFlow = new Hono<AppEnv>()
         expiresAt: Date.now() + STATE_TTL_MS,
       };
       await saveState(db, { stateHash: await sha256Hex(state), ...stored });
-      const url = new URL(server.authorization_endpoint);
-      const query = {
-        response_type: "code",
-        client_id: provider.clientId,
-        redirect_uri: callbackUrl(c, provider),
-        scope: SCOPES[provider.protocol],
-        state,
-        nonce,
-      };
-      for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-      url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
-      url.searchParams.set("code_challenge_method", "S256");
-      // Sign in with Apple posts its answer when an address is asked for.
-      if (provider.name === "apple") url.searchParams.set("response_mode", "form_post");
       return c.redirect(url.href, 302);
     },
   )

@@ -4,7 +4,7 @@ import { AuthMessage } from "../messages";
 /**
  * What a browser or a native platform sends back from a ceremony, as WebAuthn Level 3 JSON
  * (`PublicKeyCredential.toJSON()`, Android's Credential Manager, iOS's AuthenticationServices): the
- * shapes the request bodies of auth/schemas.ts take. Only the fields the server reads are checked here,
+ * shapes the request bodies of auth/requests.ts take. Only the fields the server reads are checked here,
  * each a base64url string; what they hold is checked by webauthn.ts. Anything else is a 400 that says so.
  */
 

@@ -4,21 +4,16 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasskeyAddedNotice } from "../mails";
+import { mailerOf, sendPasskeyAddedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
-import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./schemas";
+import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./requests";
 import { PASSKEY_REFUSALS } from "../shapes";
 import { passkeyStepUp } from "./step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
-import {
-  addPasskey,
-  claimRegistrationChallenge,
-  MAX_PASSKEYS,
-  PASSKEY_CHALLENGE_TTL_MS,
-  startRegistration,
-} from "./store";
+import { addPasskey, claimRegistrationChallenge, startRegistration } from "./store";
 import { challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
+import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
 /** The name of a passkey registered without one. */
 export const DEFAULT_PASSKEY_NAME = "Passkey";

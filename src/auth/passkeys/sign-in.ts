@@ -6,13 +6,15 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
-import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./schemas";
-import { readDeviceToken } from "../session/devices";
-import { jwtSecretOf, openSession, type SignInProof } from "../session/gate";
+import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
+import { readDeviceToken } from "../core/devices";
+import { jwtSecretOf } from "../caller";
+import { signIn, type CompleteProof } from "../core/gate";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
-import { claimSignIn, PASSKEY_CHALLENGE_TTL_MS, recordSignIn, storeSignInChallenge } from "./store";
+import { claimSignIn, recordSignIn, storeSignInChallenge } from "./store";
 import { challengeOf, checkAssertion, randomBase64url, requestOptions } from "./webauthn";
+import { PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
 /**
  * Signing in with a passkey, through the gate like every sign-in. One answer for every refusal (401
@@ -47,16 +49,16 @@ async function passkeySignIn(
   const account = { id: passkey.userId, email: passkey.email, signInEpoch: passkey.signInEpoch };
   const deviceId = (await readDeviceToken(deviceToken, account, jwtSecretOf(c), now))?.id;
   // User verification makes a passkey two factors (what the user has, and their fingerprint, face or PIN):
-  // nothing is due, so the gate opens the session at once (openSession, as after a second factor), and the
+  // nothing is due, so the gate opens the session at once (as after a second factor), and the
   // typed client sees a login's answer only.
-  const proof: SignInProof = {
+  const proof: CompleteProof = {
     account,
     amr: [asserted.deviceBound ? "hwk" : "swk", "mfa"],
     deviceId,
     factorDue: false,
   };
   log.info("passkey_sign_in", { userId: passkey.userId, passkeyId: passkey.id });
-  return openSession(c, proof, []);
+  return signIn(c, proof);
 }
 
 /** Signing in with a passkey: the options (anyone may ask), then the assertion. See docs/passkeys.md. */

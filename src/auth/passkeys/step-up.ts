@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { CallerEnv } from "../caller";
 import { AuthMessage } from "../messages";
-import { reauthenticate } from "../session/step-up";
+import { reauthenticate } from "../core/step-up";
 
 /**
  * The step-up of adding or removing a passkey: the password (plus the code with TOTP), as the other

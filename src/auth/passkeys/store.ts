@@ -1,18 +1,13 @@
-import { and, asc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
 import { passkeyChallenges, passkeys, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
-import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
 import { randomBase64url, type NewCredential, type RegisteringAccount, type StoredCredential } from "./webauthn";
+import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
 /** The SQL of passkeys: their challenges, the account's user handle, the passkeys themselves. */
-
-/** A ceremony's challenge is good for this long after its options (the options' `timeout` too). */
-export const PASSKEY_CHALLENGE_TTL_MS = 5 * MINUTE;
-/** Passkeys one account may have. */
-export const MAX_PASSKEYS = 10;
 
 const passkeyFields = {
   id: passkeys.id,
@@ -260,12 +255,4 @@ export async function recordSignIn(
     .where(and(eq(passkeys.id, passkeyId), forward))
     .returning({ id: passkeys.id });
   return used !== undefined;
-}
-
-/**
- * The statement that removes the passkeys the account added at or after `since`, while `condition` holds:
- * the undo of an e-mail change takes away what whoever changed the address added (account/store.ts).
- */
-export function removePasskeysAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
-  return db.delete(passkeys).where(and(eq(passkeys.userId, userId), gte(passkeys.createdAt, since), condition));
 }

@@ -2,8 +2,9 @@ import { Hono } from "hono";
 import type { AndroidApp, Unavailable } from "../../config";
 import { describeRoute, json, jsonError } from "../../lib/describe";
 import { errorResponse } from "../../lib/http";
-import { HOUR, SECOND } from "../../lib/units";
+import { SECOND } from "../../lib/units";
 import type { AppEnv } from "../../types";
+import { WELL_KNOWN_MAX_AGE_MS } from "../policy";
 
 /**
  * The documents that let native apps use this domain's passkeys, built from configuration: Digital Asset
@@ -13,8 +14,6 @@ import type { AppEnv } from "../../types";
  * served on the RP ID itself for native apps (docs/passkeys.md).
  */
 
-/** Both platforms fetch these again now and then; an hour keeps a change of apps quick to reach them. */
-const WELL_KNOWN_MAX_AGE_MS = HOUR;
 const NOT_CONFIGURED = "Not found";
 const cached = { "Cache-Control": `public, max-age=${WELL_KNOWN_MAX_AGE_MS / SECOND}` };
 

@@ -7,15 +7,16 @@ import { hashPassword } from "../../lib/password";
 import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { CODE_TTL_MS, codesMatch, MAX_CODE_ATTEMPTS } from "../codes";
+import { codesMatch } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
-import { RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR } from "../limits/mail";
 import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
-import { mailerOf, sendPasswordChangedNotice, sendPasswordResetCode } from "../mails";
+import { mailerOf, sendPasswordChangedNotice, sendPasswordResetCode } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
-import { ForgotPasswordBody, ResetPasswordBody } from "../schemas";
+import { ForgotPasswordBody, ResetPasswordBody } from "../requests";
+import { endSessions } from "../core/sessions";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
+import { CODE_TTL_MS, MAX_CODE_ATTEMPTS, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR } from "../policy";
 
 /**
  * Account recovery: a reset code by e-mail, and a new password with it. Reset mails have an allowance
@@ -142,11 +143,15 @@ export const recovery = new Hono<AppEnv>()
 
       const { userId, code } = claim;
       const passwordHash = await hashPassword(password, config.bcryptCost);
-      if (!(await resetPassword(db, { userId, email, requestId, code, passwordHash }, Date.now())))
-        return c.text(AuthMessage.invalidResetCode, 401);
+      const reset = { userId, email, requestId, code, passwordHash };
+      const done = await endSessions(
+        c,
+        (ending) => resetPassword(ending, reset, Date.now()),
+        (ok) => ok && userId,
+      );
+      if (!done) return c.text(AuthMessage.invalidResetCode, 401);
 
       log.info("password_reset", { userId, email: maskEmail(email) });
-      c.var.sessionsEnded(userId);
       await sendPasswordChangedNotice(mailerOf(c.var), email);
       return c.text(AuthMessage.passwordReset, 200);
     },

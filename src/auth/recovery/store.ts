@@ -1,10 +1,11 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { loginFailures, oneTimeCodes, resetRequests, users } from "../schema";
 import type { Database } from "../../types";
-import { passwordWrite } from "../account/store";
-import { CODE_TTL_MS, generateCode, MAX_CODE_ATTEMPTS } from "../codes";
+import { passwordWrite } from "../core/accounts";
+import { generateCode } from "../core/codes";
 import { claimResetMail, resetMailAllowance, resetMailClaimed, resetMailWait } from "../limits/mail";
-import { endAllSessions } from "../session/store";
+import type { SessionEnding } from "../core/sessions";
+import { CODE_TTL_MS, MAX_CODE_ATTEMPTS } from "../policy";
 
 /**
  * The SQL of account recovery. Each forgot-password request has its own id and, when it mails one, its
@@ -74,10 +75,11 @@ export async function claimResetTry(db: Database, email: string, requestId: stri
  * when the request was used or replaced meanwhile.
  */
 export async function resetPassword(
-  db: Database,
+  ending: SessionEnding,
   reset: { userId: number; email: string; requestId: string; code: string; passwordHash: string },
   now: number,
 ): Promise<boolean> {
+  const { db } = ending;
   const { userId, email, requestId, code, passwordHash } = reset;
   const stillIssued = sql`EXISTS (SELECT 1 FROM ${resetRequests} WHERE ${and(eq(resetRequests.id, requestId), eq(resetRequests.code, code))})`;
   const [done] = await db.batch([
@@ -86,7 +88,7 @@ export async function resetPassword(
       .set({ ...passwordWrite(passwordHash, now), isVerified: true })
       .where(and(eq(users.id, userId), stillIssued))
       .returning({ id: users.id }),
-    endAllSessions(db, userId, stillIssued),
+    ending.all(userId, stillIssued),
     db.delete(loginFailures).where(and(eq(loginFailures.email, email), stillIssued)),
     db
       .delete(oneTimeCodes)

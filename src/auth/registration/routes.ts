@@ -8,21 +8,14 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { codeTryBudget } from "../limits/code-budget";
-import {
-  claimCodeAttempt,
-  CODE_TRIES_PER_HOUR,
-  CODE_TTL_MS,
-  codesMatch,
-  codeToMail,
-  MAX_CODE_ATTEMPTS,
-} from "../codes";
-import { MAILS_PER_HOUR } from "../limits/mail";
+import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
-import { mailerOf, sendVerificationCode } from "../mails";
+import { mailerOf, sendVerificationCode } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
-import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../schemas";
+import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../requests";
 import { createAccount, markVerified } from "./store";
+import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAILS_PER_HOUR, MAX_CODE_ATTEMPTS } from "../policy";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()

@@ -1,8 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import { users } from "../schema";
 import type { Database } from "../../types";
-import { newAccount } from "../account/store";
-import { codeStillIssued, deleteCode, issueCode } from "../codes";
+import { newAccount } from "../core/accounts";
+import { codeStillIssued, deleteCode, issueCode } from "../core/codes";
 
 /** The SQL of registration and verification: the new account, and its verification. */
 

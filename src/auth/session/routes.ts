@@ -8,32 +8,34 @@ import { readRefreshToken } from "../../lib/refresh-token";
 import { MINUTE, SECOND } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { requireAccessToken, unauthorized } from "../caller";
+import { jwtSecretOf, requireAccessToken, unauthorized } from "../caller";
+import { loginCounter } from "../limits/login";
+import { claimSlot, releaseWindow } from "../limits/windows";
+import { AuthMessage } from "../messages";
+import { isActive, factorOf } from "../core/factor";
+import { accountErrors, accountsTag, bearer, bearerErrors } from "../openapi";
+import { LoginBody, RefreshBody } from "../requests";
+import type { SessionJson } from "../shapes";
+import { maybeDeviceToken, readDeviceToken, staleDevicesWindow } from "../core/devices";
+import { readDetail, signIn } from "../core/gate";
+import { accountByEmail, deviceAccount } from "../core/accounts";
+import {
+  endOtherSessionsNow,
+  endSessions,
+  endSession,
+  endSessionById,
+  listSessions,
+  rotateSession,
+  sessionTokens,
+} from "../core/sessions";
 import {
   DEVICE_FAILURES_BEFORE_LOCK,
   DEVICE_LOCK_MS,
   LOGIN_FAILURES_BEFORE_LOCK,
   LOGIN_LOCK_MS,
-  loginCounter,
-} from "../limits/login";
-import { claimSlot, releaseWindow } from "../limits/windows";
-import { AuthMessage } from "../messages";
-import { isActive, factorOf } from "../mfa/factor";
-import { accountErrors, accountsTag, bearer, bearerErrors } from "../openapi";
-import { LoginBody, RefreshBody } from "../schemas";
-import type { SessionJson } from "../shapes";
-import { maybeDeviceToken, readDeviceToken, STALE_DEVICE_FAILURES_PER_HOUR, staleDevicesWindow } from "./devices";
-import { jwtSecretOf, passGate, sessionTokens } from "./gate";
-import {
-  accountByEmail,
-  deviceAccount,
-  endOtherSessionsNow,
-  endSession,
-  endSessionById,
-  listSessions,
   REFRESH_GRACE_MS,
-  rotateSession,
-} from "./store";
+  STALE_DEVICE_FAILURES_PER_HOUR,
+} from "../policy";
 
 /**
  * The device a login is judged on: the device of a valid device token of the address's account (only a
@@ -95,7 +97,7 @@ async function passwordLogin(c: Context<AppEnv>, email: string, password: string
     deviceId,
     factorDue: isActive(factorOf(user)),
   };
-  return passGate(c, proof, release);
+  return signIn(c, proof, release);
 }
 
 /** Sessions: log in, refresh, log out, and the caller's list of sessions (devices). */
@@ -168,18 +170,21 @@ export const sessionRoutes = new Hono<AppEnv>()
     jsonBody(RefreshBody),
     async (c) => {
       const { refresh_token: refreshToken } = c.req.valid("json");
-      const { db, log } = c.var;
+      const { log } = c.var;
       const secret = jwtSecretOf(c);
       const claims = await readRefreshToken(refreshToken, secret);
       if (!claims) return c.text(AuthMessage.invalidRefreshToken, 401);
-      const { rotated, revoked } = await rotateSession(db, claims, Date.now());
+      const { rotated, revoked } = await endSessions(
+        c,
+        (ending) => rotateSession(ending, claims, Date.now()),
+        (rotation) => rotation.revoked?.userId,
+      );
       if (revoked) {
         log.warn("refresh_token_reused", {
           userId: revoked.userId,
           sessionId: claims.sessionId,
           detail: "session revoked",
         });
-        c.var.sessionsEnded(revoked.userId);
       }
       if (!rotated) return c.text(AuthMessage.invalidRefreshToken, 401);
       return c.json(
@@ -200,9 +205,13 @@ export const sessionRoutes = new Hono<AppEnv>()
     requireAccessToken,
     async (c) => {
       const caller = c.var.caller;
-      if (!(await endSession(c.var.db, caller, Date.now()))) return unauthorized(c);
+      const ended = await endSessions(
+        c,
+        (ending) => endSession(ending, caller, Date.now()),
+        (ok) => ok && caller.userId,
+      );
+      if (!ended) return unauthorized(c);
       c.var.log.info("session_ended", { userId: caller.userId, sessionId: caller.sessionId });
-      c.var.sessionsEnded(caller.userId);
       return c.body(null, 204);
     },
   )
@@ -228,7 +237,7 @@ export const sessionRoutes = new Hono<AppEnv>()
           expires_at: new Date(session.expiresAt).toISOString(),
           user_agent: session.userAgent,
           amr: session.amr.split(" "),
-          provider: session.provider,
+          provider: readDetail(session.detail).provider ?? null,
           current: session.id === caller.sessionId,
         })),
         200,
@@ -246,8 +255,13 @@ export const sessionRoutes = new Hono<AppEnv>()
     }),
     requireAccessToken,
     async (c) => {
-      if (!(await endOtherSessionsNow(c.var.db, c.var.caller, Date.now()))) return unauthorized(c);
-      c.var.sessionsEnded(c.var.caller.userId);
+      const { caller } = c.var;
+      const live = await endSessions(
+        c,
+        (ending) => endOtherSessionsNow(ending, caller, Date.now()),
+        (ok) => ok && caller.userId,
+      );
+      if (!live) return unauthorized(c);
       return c.body(null, 204);
     },
   )
@@ -274,11 +288,15 @@ export const sessionRoutes = new Hono<AppEnv>()
     }),
     requireAccessToken,
     async (c) => {
-      const { live, ended } = await endSessionById(c.var.db, c.var.caller, c.req.param("id"), Date.now());
+      const { caller } = c.var;
+      const { live, ended } = await endSessions(
+        c,
+        (ending) => endSessionById(ending, caller, c.req.param("id"), Date.now()),
+        (result) => result.ended && caller.userId,
+      );
       if (!live) return unauthorized(c);
       // Someone else's session, or one that does not exist: the same 404, so ids cannot be probed.
       if (!ended) return c.text(AuthMessage.sessionNotFound, 404);
-      c.var.sessionsEnded(c.var.caller.userId);
       return c.body(null, 204);
     },
   );

@@ -1,7 +1,6 @@
 import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/passkeys/store";
 import {
   bearer,
   call,
@@ -33,6 +32,7 @@ import {
   totpCode,
   turnOnTotp,
 } from "./support";
+import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/policy";
 
 /**
  * Adding a passkey (src/auth/passkeys/registration.ts): the options behind a step-up, then the new

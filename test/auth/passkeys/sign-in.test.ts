@@ -2,7 +2,6 @@ import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/passkeys/store";
 import {
   bearer,
   call,
@@ -34,6 +33,7 @@ import {
   turnOnTotp,
   verifySignIn,
 } from "./support";
+import { PASSKEY_CHALLENGE_TTL_MS } from "../../../src/auth/policy";
 
 /**
  * Signing in with a passkey (src/auth/passkeys/sign-in.ts): every refusal of the issue's list answers the

@@ -1,16 +1,12 @@
 import * as v from "valibot";
 import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, normalizePassword, passwordBytes } from "../lib/password";
-import { KiB } from "../lib/units";
 import { body, requiredString } from "../lib/validation";
 import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
+import { MAX_EMAIL_LENGTH } from "./policy";
 
 /** The request body of each accounts endpoint: validation, OpenAPI and client types come from these. */
 
-/** Accounts bodies are a few short fields; 16 KiB is far above any real one. */
-export const AUTH_BODY_LIMIT_BYTES = 16 * KiB;
-
-const MAX_EMAIL_LENGTH = 254;
 // Something@domain.tld with no white space, control characters or the characters that would break
 // out of an SMTP path (`<>`) or a header. Deliverability is proven by the code, not by a regex.
 const PLAUSIBLE_EMAIL = /^[^\s\p{Cc}<>()[\]\\,;:"@]+@[^\s\p{Cc}<>()[\]\\,;:"@]+\.[^\s\p{Cc}<>()[\]\\,;:"@.]{2,}$/u;

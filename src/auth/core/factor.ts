@@ -5,6 +5,7 @@ import { open, seal, sealedUnder } from "../../lib/secret-box";
 import { matchingStep } from "../../lib/totp";
 import type { Database } from "../../types";
 import { claimWindowSql, windowWait } from "../limits/windows";
+import { WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
  * An account's second factor (today TOTP, RFC 6238), wherever it is read or checked: the login's second
@@ -18,13 +19,6 @@ import { claimWindowSql, windowWait } from "../limits/windows";
  * accepted.
  */
 export type Factor = { kind: "totp"; status: "pending" | "active"; sealedSecret: string; lastUsedStep: number };
-
-/**
- * Wrong codes an active factor takes in an hour, from any sign-in, client or session: past them its codes
- * are refused (the right one too) for the rest of the hour, and the owner is told once. Recovery codes
- * still work. Five tries per `mfa_token` bound one challenge, not the account; this bounds the account.
- */
-export const WRONG_CODES_PER_HOUR = 10;
 
 /** What any query over `users` selects to know the account's factor (see factorOf). */
 export const factorFields = {

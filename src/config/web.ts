@@ -1,6 +1,6 @@
 import { ConfigError, nonEmpty } from "./parse";
 
-/** The settings of the links in mails and of Turnstile. */
+/** The settings of the app's web pages: APP_URL (where the links in mails point) and Cloudflare Turnstile (the widget on its forms). */
 
 /** An absolute http(s) URL without a query, fragment or trailing slash, or undefined when unset. */
 export function appUrl(raw: string | undefined): string | undefined {

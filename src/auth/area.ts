@@ -13,8 +13,8 @@ import { passkeyRoutes } from "./passkeys/routes";
 import { oauthRoutes } from "./oauth/routes";
 import { recovery } from "./recovery/routes";
 import { registration } from "./registration/routes";
-import { AUTH_BODY_LIMIT_BYTES } from "./schemas";
 import { sessionRoutes } from "./session/routes";
+import { AUTH_BODY_LIMIT_BYTES } from "./policy";
 
 /**
  * Told that some sessions of account `userId` have ended, after the write that ended them committed: what
@@ -38,8 +38,8 @@ export interface AuthSeams {
 export function authArea({ ownedElsewhere, sessionsEnded }: AuthSeams) {
   const auth = new Hono<AppEnv>()
     .use(noStore())
-    // Every path that ends sessions calls `c.var.sessionsEnded(userId)` once its write has committed; the
-    // listener runs after the answer (waitUntil).
+    // The one door that ends sessions (core/sessions.ts, endSessions) calls `c.var.sessionsEnded(userId)`
+    // once its write has committed; the listener runs after the answer (waitUntil).
     .use(
       createMiddleware<AppEnv>(async (c, next) => {
         c.set("sessionsEnded", (userId) => c.executionCtx.waitUntil(sessionsEnded(c.env, userId)));

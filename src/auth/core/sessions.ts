@@ -1,56 +1,22 @@
 import { and, desc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
 import { sessions, users } from "../schema";
-import type { AccessClaims } from "../../lib/access-token";
+import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken, type AccessClaims } from "../../lib/access-token";
+import type { Logger } from "../../lib/log";
 import { randomId } from "../../lib/crypto";
-import type { RefreshClaims } from "../../lib/refresh-token";
-import { DAY } from "../../lib/units";
-import type { Database } from "../../types";
-import { callerSession, liveSession, sessionCheck } from "../caller";
-import { factorFields } from "../mfa/factor";
+import { refreshTokenFor, type RefreshClaims } from "../../lib/refresh-token";
+import type { AppEnv, Database } from "../../types";
+import { callerSession, liveSession, sessionCheck, type CallerRef } from "../caller";
+import type { TokensJson } from "../shapes";
+import { REFRESH_GRACE_MS, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "../policy";
 
 /**
  * Server-side sessions: one per sign-in, checked wherever an access token is. The only SQL of `sessions`' lifecycle.
  */
 
-/** A session ends this long after its last refresh... */
-export const SESSION_IDLE_MS = 30 * DAY;
-/** ...and at the latest this long after its login. */
-export const SESSION_ABSOLUTE_MS = 90 * DAY;
-/** For this long after a refresh, the refresh token it replaced still refreshes (to the same new token). */
-export const REFRESH_GRACE_MS = 10_000;
-/** What is kept of a User-Agent header. */
-export const USER_AGENT_CHARS = 200;
-
 /** The User-Agent as a session shows it: control characters out, white space folded, at most 200 characters. */
 export function shortUserAgent(header: string | undefined): string | null {
   const text = (header ?? "").replace(/[\p{C}\s]+/gu, " ").trim();
   return text === "" ? null : [...text].slice(0, USER_AGENT_CHARS).join("");
-}
-
-/** The account a sign-in by address reads, with its factor: one row or none. */
-export function accountByEmail(db: Database, email: string) {
-  return db
-    .select({
-      id: users.id,
-      password: users.password,
-      isVerified: users.isVerified,
-      signInEpoch: users.signInEpoch,
-      ...factorFields,
-    })
-    .from(users)
-    .where(eq(users.email, email));
-}
-
-/** What a device token is checked against: the account of the address, if any, and when its password last changed. */
-export async function deviceAccount(
-  db: Database,
-  email: string,
-): Promise<{ id: number; email: string; passwordChangedAt: number } | undefined> {
-  const [account] = await db
-    .select({ id: users.id, email: users.email, passwordChangedAt: users.passwordChangedAt })
-    .from(users)
-    .where(eq(users.email, email));
-  return account;
 }
 
 /**
@@ -60,8 +26,8 @@ export interface NewSession {
   userId: number;
   signInEpoch: number;
   amr: string;
-  /** The provider of a social sign-in, null otherwise. */
-  provider: string | null;
+  /** What the method knows beyond `amr` (gate.ts, SignInDetail), as JSON; null when nothing. */
+  detail: string | null;
   userAgent: string | null;
 }
 
@@ -88,7 +54,7 @@ export function createSession(db: Database, session: NewSession, now: number) {
           userAgent: sql<string | null>`${session.userAgent}`.as("user_agent"),
           passwordFailures: sql<number>`0`.as("password_failures"),
           amr: sql<string>`${session.amr}`.as("amr"),
-          provider: sql<string | null>`${session.provider}`.as("provider"),
+          detail: sql<string | null>`${session.detail}`.as("detail"),
         })
         .from(users)
         .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch))),
@@ -108,7 +74,7 @@ export function createSession(db: Database, session: NewSession, now: number) {
  * Returns the rotated session (user and new generation) or whether the session was revoked.
  */
 export async function rotateSession(
-  db: Database,
+  { db }: SessionEnding,
   { sessionId, generation }: RefreshClaims,
   now: number,
 ): Promise<{ rotated?: { userId: number; generation: number }; revoked?: { userId: number } }> {
@@ -147,7 +113,7 @@ export async function listSessions(db: Database, caller: AccessClaims, now: numb
 }
 
 /** Ends the caller's own session (logout): false when it was not live. */
-export async function endSession(db: Database, caller: AccessClaims, now: number): Promise<boolean> {
+export async function endSession({ db }: SessionEnding, caller: AccessClaims, now: number): Promise<boolean> {
   const [ended] = await db.delete(sessions).where(callerSession(caller, now)).returning({ id: sessions.id });
   return ended !== undefined;
 }
@@ -157,7 +123,7 @@ export async function endSession(db: Database, caller: AccessClaims, now: number
  * ended.
  */
 export async function endSessionById(
-  db: Database,
+  { db }: SessionEnding,
   caller: AccessClaims,
   id: string,
   now: number,
@@ -173,24 +139,67 @@ export async function endSessionById(
 }
 
 /** Ends every other session of the caller, while the caller's is live: false when it was not. */
-export async function endOtherSessionsNow(db: Database, caller: AccessClaims, now: number): Promise<boolean> {
-  const [[live]] = await db.batch([
-    sessionCheck(db, caller, now),
-    endOtherSessions(db, caller, liveSession(caller, now)),
-  ]);
+export async function endOtherSessionsNow(ending: SessionEnding, caller: AccessClaims, now: number): Promise<boolean> {
+  const { db } = ending;
+  const [[live]] = await db.batch([sessionCheck(db, caller, now), ending.others(caller, liveSession(caller, now))]);
   return live !== undefined;
 }
 
 /**
- * The statement that ends every session of the caller's account but the caller's, when `condition` holds: for a batch.
+ * What ends sessions. Only the door below hands one out, so a write that ends sessions cannot forget to tell
+ * whoever holds sessions beyond one request (the live sockets): every statement that deletes sessions, and
+ * every write that deletes an account (its sessions go with it), takes one.
  */
-export function endOtherSessions(db: Database, caller: AccessClaims, condition?: SQL) {
-  return db
-    .delete(sessions)
-    .where(and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), condition));
+class SessionEnding {
+  constructor(readonly db: Database) {}
+
+  /** The statement that ends every session of the account, when `condition` holds: for a batch. */
+  all(userId: number | SQL, condition?: SQL) {
+    return this.db.delete(sessions).where(and(eq(sessions.userId, userId), condition));
+  }
+
+  /** The statement that ends every session of the caller's account but the caller's, when `condition` holds. */
+  others(caller: CallerRef, condition?: SQL) {
+    return this.db
+      .delete(sessions)
+      .where(and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), condition));
+  }
+
+  /** The statement that ends the caller's own session, when `condition` holds. */
+  own(caller: CallerRef, condition?: SQL) {
+    return this.db
+      .delete(sessions)
+      .where(and(eq(sessions.id, caller.sessionId), eq(sessions.userId, caller.userId), condition));
+  }
+}
+export type { SessionEnding };
+
+/**
+ * The one door sessions end by: `write` runs with what ends them (a SessionEnding), and once it has committed,
+ * `endedFor` names the account whose sessions it ended (false or undefined when none did), whose live sockets
+ * then re-check theirs (after the answer: the area's `sessionsEnded`, area.ts).
+ */
+export async function endSessions<R>(
+  c: { var: Pick<AppEnv["Variables"], "db" | "sessionsEnded"> },
+  write: (ending: SessionEnding) => Promise<R>,
+  endedFor: (result: R) => number | false | undefined,
+): Promise<R> {
+  const result = await write(new SessionEnding(c.var.db));
+  const userId = endedFor(result);
+  if (typeof userId === "number") c.var.sessionsEnded(userId);
+  return result;
 }
 
-/** The statement that ends every session of the account, when `condition` holds: for a batch. */
-export function endAllSessions(db: Database, userId: number | SQL, condition?: SQL) {
-  return db.delete(sessions).where(and(eq(sessions.userId, userId), condition));
+/** The answer of a login and of a refresh: the spec's `token`, and the refresh token beside it. */
+export async function sessionTokens(
+  caller: AccessClaims,
+  generation: number,
+  secret: string,
+  log: Logger,
+): Promise<TokensJson> {
+  const [token, refreshToken] = await Promise.all([
+    signAccessToken(caller, secret, log),
+    refreshTokenFor({ sessionId: caller.sessionId, generation }, secret),
+  ]);
+  return { token, refresh_token: refreshToken, expires_in: ACCESS_TOKEN_TTL_SECONDS };
 }

@@ -1,14 +1,8 @@
 import type { AppEnv } from "../../types";
-import { mailerOf, sendMfaGuessingNotice, sendRecoveryCodeUsedNotice } from "../mails";
-import {
-  acceptCode,
-  claimCodeTry,
-  claimFullWindowNotice,
-  giveBackCodeTry,
-  WRONG_CODES_PER_HOUR,
-  type Factor,
-} from "./factor";
+import { mailerOf, sendMfaGuessingNotice, sendRecoveryCodeUsedNotice } from "./mails";
+import { acceptCode, claimCodeTry, claimFullWindowNotice, giveBackCodeTry, type Factor } from "./factor";
 import { useRecoveryCode } from "./recovery-codes";
+import { WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
  * The one check of an active second factor, wherever one is asked for (the login's second step, a

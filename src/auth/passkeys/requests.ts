@@ -1,10 +1,10 @@
 import * as v from "valibot";
 import { body, requiredString } from "../../lib/validation";
 import { AuthMessage } from "../messages";
-import { stepUpCode } from "../schemas";
+import { stepUpCode } from "../requests";
 import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
 
-/** The request bodies of the passkey endpoints (the area's other bodies are in auth/schemas.ts). */
+/** The request bodies of the passkey endpoints (the area's other bodies are in auth/requests.ts). */
 
 /**
  * A passkey step-up's password: its absence is a 401 (the handler's), like a wrong one but not counted; a

@@ -3,13 +3,13 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { mfaRecoveryCodes } from "../schema";
 import { sha256Hex } from "../../lib/crypto";
 import type { Database } from "../../types";
+import { RECOVERY_CODE_COUNT } from "../policy";
 
 /**
  * Recovery codes: ten single-use codes shown once when the factor is turned on (or renewed), stored as
  * SHA-256 (each is 100 random bits), each used up by one conditional DELETE.
  */
 
-export const RECOVERY_CODE_COUNT = 10;
 /** Crockford's base32: no I, L, O or U, so what is read aloud or copied by hand survives. */
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /** 20 characters of 5 bits: 100 bits each. */

@@ -1,15 +1,16 @@
 import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
-import { sessions, users } from "../schema";
-import type { AccessClaims } from "../../lib/access-token";
+import { sessions } from "../schema";
 import { tooManyRequests } from "../../lib/http";
 import { NO_PASSWORD, verifyPassword } from "../../lib/password";
-import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
 import { callerSession, unauthorized, type CallerEnv } from "../caller";
+import { callerAccountQuery, toCallerAccount, type CallerAccount } from "./accounts";
+import { endSessions } from "./sessions";
 import { AuthMessage } from "../messages";
-import { checkSecondFactor, typedCode } from "../mfa/check";
-import { factorFields, factorOf, isActive, type Factor } from "../mfa/factor";
+import { checkSecondFactor, typedCode } from "./factor-check";
+import { isActive } from "./factor";
+import { PASSWORD_CHECKS_PER_SESSION, RECENT_SIGN_IN_MS } from "../policy";
 
 /**
  * Re-authentication of a signed-in caller before what matters (change the password or the address,
@@ -19,63 +20,6 @@ import { factorFields, factorOf, isActive, type Factor } from "../mfa/factor";
  * check before bcrypt or the code, and refuses once PASSWORD_CHECKS_PER_SESSION claims are wrong or in
  * flight; the wrong one that reaches it ends the session, a right one gives its claim back.
  */
-
-/**
- * Password re-checks of a session that may fail: the wrong one that reaches this many ends the session.
- * A stolen access token is no way to guess the password, and no way to lock the owner out either.
- */
-export const PASSWORD_CHECKS_PER_SESSION = 5;
-
-/**
- * An account without a password (made by a social sign-in) proves itself, where others give the password,
- * with a session opened this recently (or, while TOTP is on, with its code): a stolen refresh token that
- * keeps an old session going is not enough.
- */
-export const RECENT_SIGN_IN_MS = 10 * MINUTE;
-
-export interface CallerAccount {
-  id: number;
-  email: string;
-  password: string;
-  isVerified: boolean;
-  createdAt: number;
-  /** When the caller's session was opened (its login, not its last refresh). */
-  sessionCreatedAt: number;
-  factor: Factor | undefined;
-  recoveryCodes: number;
-}
-
-/** The account of the session `ofSession` selects (a condition on `sessions`), if that session is live. */
-function callerAccountQuery(db: Database, ofSession: SQL) {
-  return db
-    .select({
-      id: users.id,
-      email: users.email,
-      password: users.password,
-      isVerified: users.isVerified,
-      createdAt: users.createdAt,
-      sessionCreatedAt: sessions.createdAt,
-      ...factorFields,
-    })
-    .from(users)
-    .innerJoin(sessions, eq(sessions.userId, users.id))
-    .where(ofSession);
-}
-
-function toCallerAccount({
-  totpStatus,
-  totpSecret,
-  totpLastStep,
-  ...row
-}: Awaited<ReturnType<typeof callerAccountQuery>>[number]): CallerAccount {
-  return { ...row, factor: factorOf({ totpStatus, totpSecret, totpLastStep }) };
-}
-
-/** The caller's account, read in one query with the check that the caller's session is live. */
-export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
-  const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
-  return account && toCallerAccount(account);
-}
 
 /**
  * What to check: the password (when asked: the body's, undefined when it carried none, and the 400 message
@@ -143,9 +87,12 @@ export async function reauthenticate(
   const wrong = async (message: string) => {
     if (claim.passwordFailures >= PASSWORD_CHECKS_PER_SESSION) {
       // Only while the count still stands there: a right check running alongside may have given its claim back.
-      await db.delete(sessions).where(and(ofThisSession, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)));
+      await endSessions(
+        c,
+        (ending) => ending.own(caller, gte(sessions.passwordFailures, PASSWORD_CHECKS_PER_SESSION)),
+        () => caller.userId,
+      );
       log.warn("session_ended_wrong_passwords", { userId: caller.userId, sessionId: caller.sessionId });
-      c.var.sessionsEnded(caller.userId);
     }
     return { refused: c.text(message, 401) };
   };

@@ -1,6 +1,6 @@
 import { macKey, randomId } from "../../lib/crypto";
 import { base64url, fromBase64url } from "../../lib/encoding";
-import { DAY, SECOND } from "../../lib/units";
+import { DEVICE_TOKEN_TTL_SECONDS } from "../policy";
 
 /**
  * Device tokens (OWASP's "device cookies"): a device that has signed in to an account holds a token that
@@ -20,11 +20,6 @@ import { DAY, SECOND } from "../../lib/units";
  * nothing: the login is judged as if it had none. Any way of signing in issues one (it marks the device,
  * whatever proved the user), and a successful sign-in renews a stale token.
  */
-
-/** A device token is good for this long after the sign-in that issued it; each sign-in renews it. */
-export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
-/** Failed logins that the stale device tokens of one account (see above) may have in an hour, together. */
-export const STALE_DEVICE_FAILURES_PER_HOUR = 10;
 
 /** The deployment window (limits/windows.ts) of the failed logins of an account's stale device tokens. */
 export const staleDevicesWindow = (userId: number) => `stale_device_failures:${userId}`;

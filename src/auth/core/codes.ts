@@ -1,9 +1,9 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { oneTimeCodes, users, type CodePurpose } from "./schema";
-import type { Database } from "../types";
-import { claimMail, MAIL_COOLDOWN_MS, mailWait } from "./limits/mail";
-import { claimWindowSql, windowWait } from "./limits/windows";
-import { MINUTE } from "../lib/units";
+import { oneTimeCodes, users, type CodePurpose } from "../schema";
+import type { Database } from "../../types";
+import { claimMail, mailWait } from "../limits/mail";
+import { claimWindowSql, windowWait } from "../limits/windows";
+import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
@@ -17,13 +17,6 @@ const CODE_RANGE = 900_000; // 100000..999999
 // The largest multiple of CODE_RANGE below 2^32: draws at or above it are redrawn, so every code is
 // equally likely (a plain `% CODE_RANGE` would favour the low codes).
 const UNBIASED_LIMIT = Math.floor(2 ** 32 / CODE_RANGE) * CODE_RANGE;
-
-/** Lifetime of a code. */
-export const CODE_TTL_MS = 15 * MINUTE;
-/** Tries after which a code is void, the right code included. */
-export const MAX_CODE_ATTEMPTS = 5;
-/** At most this many tries per account per hour at codes of one purpose, across codes. */
-export const CODE_TRIES_PER_HOUR = 15;
 
 /** A 6-digit code, uniform over 100000..999999. */
 export function generateCode(): string {

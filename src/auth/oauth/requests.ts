@@ -1,13 +1,12 @@
 import * as v from "valibot";
 import { body, requiredString } from "../../lib/validation";
 import { AuthMessage } from "../messages";
+import { MAX_APP_STATE_CHARS } from "../policy";
 
-/** The request bodies and query of the social sign-in endpoints (the area's other bodies are in auth/schemas.ts). */
+/** The request bodies and query of the social sign-in endpoints (the area's other bodies are in auth/requests.ts). */
 
 /** The app's PKCE challenge: the base64url SHA-256 of its code_verifier. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
-/** The longest app `state` kept and handed back. */
-export const MAX_APP_STATE_CHARS = 512;
 
 export const AuthorizeQuery = body({
   redirect_uri: v.pipe(

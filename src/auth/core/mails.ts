@@ -1,11 +1,10 @@
-import type { Config } from "../config";
-import { maskEmail, type Logger } from "../lib/log";
-import { DAY } from "../lib/units";
-import { sendEmail, type Mail } from "../lib/mail";
-import type { Database } from "../types";
-import { EMAIL_CHANGE_REVERT_TTL_MS } from "./account/store";
-import { claimMailBudget, type Audience } from "./limits/mail-budget";
-import { WRONG_CODES_PER_HOUR } from "./mfa/factor";
+import type { Config } from "../../config";
+import { maskEmail, type Logger } from "../../lib/log";
+import { DAY } from "../../lib/units";
+import { sendEmail, type Mail } from "../../lib/mail";
+import type { Database } from "../../types";
+import { claimMailBudget, type Audience } from "../limits/mail-budget";
+import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
  * Every mail of the accounts area, subject and text side by side: plain text, like the spec's

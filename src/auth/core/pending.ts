@@ -2,8 +2,8 @@ import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { mfaChallenges } from "../schema";
 import { sha256Hex } from "../../lib/crypto";
 import { base64url } from "../../lib/encoding";
-import { MINUTE } from "../../lib/units";
 import type { Database } from "../../types";
+import { MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS } from "../policy";
 
 /**
  * A sign-in waiting for its second factor: the `mfa_token` the first step answered (stored as SHA-256),
@@ -12,9 +12,6 @@ import type { Database } from "../../types";
  * success uses it up.
  */
 
-export const MFA_TOKEN_TTL_MS = 5 * MINUTE;
-export const MFA_TOKEN_TRIES = 5;
-
 /** What a challenge holds of the sign-in that made it. */
 export interface Challenged {
   userId: number;
@@ -22,8 +19,8 @@ export interface Challenged {
   /** The first proof's `amr` values, space-separated. */
   amr: string;
   deviceId: string | null;
-  /** The provider of a social sign-in, for the session. */
-  provider: string | null;
+  /** What the method knows beyond `amr`, for the session (gate.ts, SignInDetail), as JSON; null when nothing. */
+  detail: string | null;
 }
 
 /**
@@ -55,7 +52,7 @@ export async function claimChallengeTry(db: Database, tokenHash: string, now: nu
       signInEpoch: mfaChallenges.signInEpoch,
       amr: mfaChallenges.amr,
       deviceId: mfaChallenges.deviceId,
-      provider: mfaChallenges.provider,
+      detail: mfaChallenges.detail,
     });
   return tried;
 }

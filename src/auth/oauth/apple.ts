@@ -1,17 +1,36 @@
 import { importPKCS8, SignJWT } from "jose";
 import { ConfigError, type ClientSecret } from "../../config";
-import { HOUR, MINUTE, SECOND } from "../../lib/units";
+import { SECOND } from "../../lib/units";
+import { APPLE_CLIENT_SECRET_RENEW_MS, APPLE_CLIENT_SECRET_TTL_MS } from "../policy";
+import { OpenIdProvider } from "./oidc";
+
+/**
+ * Sign in with Apple: an OpenID provider with three differences, all here. Its client secret is an ES256 JWT
+ * the service signs (below); it posts its answer to the callback as a form when an address is asked for
+ * (`response_mode=form_post`); and its id_tokens say `email_verified` as the string "true" (Apple documents
+ * both spellings).
+ */
+export class AppleProvider extends OpenIdProvider {
+  protected override authorizeExtras(): Record<string, string> {
+    return { response_mode: "form_post" };
+  }
+
+  protected override vouches(claim: unknown): boolean {
+    return claim === true || claim === "true";
+  }
+
+  protected override clientSecret(): Promise<string | undefined> {
+    const { clientId, issuer, clientSecret: secret } = this.settings;
+    if (secret?.kind !== "apple") return super.clientSecret();
+    return appleClientSecret(clientId, issuer, secret, Date.now());
+  }
+}
 
 /**
  * Sign in with Apple's client secret: an ES256 JWT the service signs with its key from Apple (header `kid`
  * = OAUTH_APPLE_KEY_ID; `iss` = OAUTH_APPLE_TEAM_ID, `sub` = the client id, `aud` = Apple's issuer, `iat`,
  * `exp`; Apple accepts up to six months). Each isolate signs one and uses it until it is close to expiring.
  */
-
-/** How long a signed client secret is valid. */
-export const APPLE_CLIENT_SECRET_TTL_MS = HOUR;
-/** A client secret this close to expiring is signed anew, so none is sent that could expire on the way. */
-export const APPLE_CLIENT_SECRET_RENEW_MS = 10 * MINUTE;
 
 type AppleSecret = Extract<ClientSecret, { kind: "apple" }>;
 
