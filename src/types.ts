@@ -4,7 +4,7 @@ import type { Logger } from "./lib/log";
 
 /**
  * Bindings, vars and secrets as wrangler.toml declares them (generated into worker-configuration.d.ts).
- * A secret can still be unset at run time (tests, `wrangler dev` without `.dev.vars`): config.ts treats
+ * A secret can still be unset at run time (tests, `wrangler dev` without `.dev.vars`): src/config/ treats
  * an empty or missing value as unset.
  */
 export type Bindings = Env & OptionalSecrets;

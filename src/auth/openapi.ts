@@ -1,4 +1,4 @@
-import { bearerOnly, ref, text, throttled, type Json } from "../lib/describe";
+import { bearerOnly, text, throttled } from "../lib/describe";
 import { AuthMessage } from "./messages";
 import { AUTH_BODY_LIMIT_BYTES } from "./policy";
 
@@ -57,10 +57,4 @@ export const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.password
 export const turnstileAnswers = {
   "403": text("Turnstile refused the token (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileFailed),
   "503": text("Turnstile could not be reached (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileUnavailable),
-};
-
-/** A new pair of tokens, as a refresh answers. */
-export const tokensAnswer: Json = {
-  description: "A new pair of tokens",
-  content: { "application/json": { schema: ref("Tokens") } },
 };

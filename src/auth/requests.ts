@@ -155,7 +155,7 @@ const factorCode = v.pipe(
 
 /**
  * The password a step-up asks for: required of an account that has one (a 400 from the step-up), left out
- * by an account without one (auth/session/step-up.ts).
+ * by an account without one (auth/core/step-up.ts).
  */
 function stepUpPassword(required: string, notString: string) {
   return v.optional(

@@ -23,10 +23,10 @@ export const users = sqliteTable("users", {
   mailsInWindow: integer("mailsInWindow").notNull().default(0),
   // Moves on whenever what proved a sign-in may no longer prove one (the password is set, changed, reset or
   // cleared): a sign-in opens its session only while the epoch is still the one it read with its proof, so
-  // one racing a password change starts nothing, whatever the method (auth/session/gate.ts).
+  // one racing a password change starts nothing, whatever the method (auth/core/gate.ts).
   signInEpoch: integer("sign_in_epoch").notNull().default(0),
   // When the password was last set, changed, reset or cleared (0: at registration): device tokens issued
-  // before it still mark their device, but share one small allowance of failures (auth/session/devices.ts).
+  // before it still mark their device, but share one small allowance of failures (auth/core/devices.ts).
   passwordChangedAt: integer("password_changed_at").notNull().default(0),
   // The account's WebAuthn user handle (`user.id` of a passkey): 32 random bytes, base64url, set once by the
   // first passkey registration and never changed. Never the numeric id or the address: ids come back after
@@ -132,7 +132,6 @@ export const emailChangeReverts = sqliteTable(
 
 /** The kinds of second factor an account can enrol, one of each at most. */
 export const FACTOR_KINDS = ["totp"] as const;
-export type FactorKind = (typeof FACTOR_KINDS)[number];
 
 /** The states of a second factor: enrolled and waiting for its first code, or in use. */
 export const MFA_STATUSES = ["pending", "active"] as const;
@@ -214,7 +213,7 @@ export const loginFailures = sqliteTable("login_failures", {
 });
 
 /**
- * Login attempts per device of an owner (a device token's id, see auth/devices.ts): the same run and lock
+ * Login attempts per device of an owner (a device token's id, see auth/core/devices.ts): the same run and lock
  * as `login_failures`, so a device that logged in before is judged on its own failures only. Only devices
  * that have failed have a row; a successful login from the device deletes it.
  */
@@ -253,7 +252,7 @@ export const sessions = sqliteTable(
     // PASSWORD_CHECKS_PER_SESSION a wrong one ends the session.
     passwordFailures: integer("password_failures").notNull().default(0),
     // How the user signed in: RFC 8176 `amr` values, space-separated (`pwd`, `pwd otp mfa`, …; see
-    // auth/session/proof.ts). Sessions from before this column were password logins.
+    // auth/core/gate.ts). Sessions from before this column were password logins.
     amr: text("amr").notNull().default("pwd"),
     // What the sign-in method knows beyond `amr` (auth/core/gate.ts, SignInDetail: the provider of a social
     // sign-in), as JSON; null when nothing.
@@ -372,7 +371,7 @@ export const oauthLoginCodes = sqliteTable(
     userId: integer("user_id")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
-    // The account's sign-in epoch at the sign-in: a password set meanwhile voids the code (auth/session/gate.ts).
+    // The account's sign-in epoch at the sign-in: a password set meanwhile voids the code (auth/core/gate.ts).
     signInEpoch: integer("sign_in_epoch").notNull(),
     provider: text("provider").notNull(),
     codeChallenge: text("code_challenge").notNull(),
@@ -383,9 +382,9 @@ export const oauthLoginCodes = sqliteTable(
 
 /**
  * Counters of the whole deployment in fixed windows (an hour, or a day), one row per name: the failed
- * tries at codes of every account (see codeTryBudget), the mails the service sends (auth/mail-budget.ts),
+ * tries at codes of every account (see codeTryBudget), the mails the service sends (auth/limits/mail-budget.ts),
  * and per target address the e-mail change codes mailed to it and the tries at proving it: the limits
- * that hold across accounts where each account's own cannot. See auth/windows.ts.
+ * that hold across accounts where each account's own cannot. See auth/limits/windows.ts.
  */
 export const deploymentWindows = sqliteTable("deployment_windows", {
   name: text("name").primaryKey(),

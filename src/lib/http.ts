@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-export const METHOD_NOT_ALLOWED = "Method not allowed";
+const METHOD_NOT_ALLOWED = "Method not allowed";
 
 /** A failure the client caused: the message is shown to the client as it is. */
 export function badRequest(message: string): HTTPException {

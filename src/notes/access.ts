@@ -19,7 +19,7 @@ export type NotesCaller = Placeholders<CallerValues> | undefined;
 type Owner = number | SQLWrapper;
 
 /** The owner of the public notes in the clocks and tombstones (user ids start at 1). */
-export const PUBLIC_OWNER = 0;
+const PUBLIC_OWNER = 0;
 
 /** The notes of user `owner`. */
 export const notesOf = (owner: Owner): SQL => eq(notes.userId, owner);

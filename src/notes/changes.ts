@@ -64,7 +64,7 @@ export function cursorOf({ seq, base }: Cursor): string {
 export const caughtUp = (seq: number): Cursor => ({ seq, base: seq });
 
 /** A cursor of ours, or undefined for anything else. */
-export function readCursor(cursor: string): Cursor | undefined {
+function readCursor(cursor: string): Cursor | undefined {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return undefined;
   let text: string;
   try {
@@ -78,7 +78,7 @@ export function readCursor(cursor: string): Cursor | undefined {
   return cursorOf(read) === cursor ? read : undefined;
 }
 
-export const ChangesQuery = v.object({
+const ChangesQuery = v.object({
   cursor: v.optional(
     v.pipe(
       v.string(),

@@ -52,7 +52,7 @@ export function readETags(c: Context, name: "If-Match" | "If-None-Match"): ETags
 }
 
 /** The precondition of a header on a note: a tag we never made (another server's, or junk) matches nothing. */
-export function readPrecondition(c: Context, name: "If-Match" | "If-None-Match"): Precondition | undefined {
+function readPrecondition(c: Context, name: "If-Match" | "If-None-Match"): Precondition | undefined {
   const etags = readETags(c, name);
   if (!etags || etags.any) return etags;
   return { any: false, revisions: etags.tags.filter((tag) => REVISION.test(tag)).map(Number) };

@@ -12,7 +12,7 @@ import type { Database } from "../types";
 const compiledSessionCheck = compile((db, p: Placeholders<CallerValues>) => sessionCheck(db, p, p.now));
 
 /** The check of the caller's session, compiled once, bound for this request: batch it with what it authorizes. */
-export const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) =>
+const sessionCheckOf = (db: Database, caller: AccessClaims, now: number) =>
   compiledSessionCheck(db.$client, { ...caller, now });
 
 /**

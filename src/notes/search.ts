@@ -95,7 +95,7 @@ function searchOf(db: Database, p: Placeholders<SearchValues>, caller: NotesCall
 type SearchValues = { match: string; limit: number; offset: number; budget: number };
 
 /** Compiled once per isolate for public notes and for one owner's (db/compiled.ts). */
-export const searchQuery = forCallerOf((db, p: Placeholders<SearchValues>, caller) => searchOf(db, p, caller));
+const searchQuery = forCallerOf((db, p: Placeholders<SearchValues>, caller) => searchOf(db, p, caller));
 
 /** A search page: the JSON array, and the `offset` of the next page when there is one. */
 export interface SearchPage {

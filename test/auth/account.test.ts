@@ -44,7 +44,7 @@ import {
 } from "../helpers";
 
 /**
- * Account management (change password, change e-mail, delete the account: src/auth/account.ts), through
+ * Account management (change password, change e-mail, delete the account: src/auth/account/), through
  * the deployed app's fetch handler, with the codes read from the mails the loopback SMTP server received.
  */
 

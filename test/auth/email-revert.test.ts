@@ -30,7 +30,7 @@ import {
 
 /**
  * Undoing an e-mail change with the revert token of the notice mailed to the old address
- * (src/auth/email-revert.ts): the answer to a phished password that a change confirmed by the new
+ * (src/auth/account/email-revert.ts): the answer to a phished password that a change confirmed by the new
  * mailbox alone would otherwise make permanent.
  */
 

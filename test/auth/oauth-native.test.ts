@@ -18,7 +18,7 @@ import {
 } from "../helpers";
 
 /**
- * The native flow of social sign-in (src/auth/oauth/native.ts and identity.ts): id_tokens signed by the
+ * The native flow of social sign-in (src/auth/oauth/native.ts and the providers' `identity`): id_tokens signed by the
  * loopback OpenID providers (test/oauth/servers.ts) with the claims each test chooses, or by a foreign key.
  */
 

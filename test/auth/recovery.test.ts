@@ -60,7 +60,7 @@ const RESET_MAIL = new RegExp(
 );
 
 /**
- * Account recovery (forgot and reset password, src/auth/recovery.ts), through the deployed app's fetch
+ * Account recovery (forgot and reset password, src/auth/recovery/), through the deployed app's fetch
  * handler, with the codes read from the mails the loopback SMTP server received.
  */
 

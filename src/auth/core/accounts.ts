@@ -40,8 +40,8 @@ export async function deviceAccount(
 
 /**
  * The columns every password write sets: the password (a hash, or NO_PASSWORD), the sign-in epoch moved on
- * (sign-ins checked against the old one open nothing: session/gate.ts) and when it changed (device tokens
- * issued before it are stale: session/devices.ts).
+ * (sign-ins checked against the old one open nothing: core/gate.ts) and when it changed (device tokens
+ * issued before it are stale: core/devices.ts).
  */
 export const passwordWrite = (hash: string, now: number) => ({
   password: hash,

@@ -57,7 +57,7 @@ export interface SignInProof {
 export type CompleteProof = SignInProof & { factorDue: false };
 
 /** The detail as stored with a session or a pending sign-in: JSON, or null when there is none. */
-export function storedDetail(detail: SignInDetail | undefined): string | null {
+function storedDetail(detail: SignInDetail | undefined): string | null {
   return detail && Object.keys(detail).length > 0 ? JSON.stringify(detail) : null;
 }
 

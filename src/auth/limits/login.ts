@@ -5,7 +5,7 @@ import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK
 
 /**
  * The login lock: a run of attempts per address, or per device of the owner's (a valid device token, see
- * session/devices.ts), each claimed by one conditional upsert before the password or code is checked, so
+ * core/devices.ts), each claimed by one conditional upsert before the password or code is checked, so
  * someone who knows only an address cannot lock its owner out of the devices they use
  * (docs/security-lockout.md).
  */
@@ -48,7 +48,7 @@ export function claimLogin(db: Database, email: string, now: number) {
 }
 
 /** The same rule for one device of its owner: its own failures only, DEVICE_FAILURES_BEFORE_LOCK of them. */
-export function claimDeviceLogin(db: Database, deviceId: string, now: number) {
+function claimDeviceLogin(db: Database, deviceId: string, now: number) {
   const { setWhere, ...set } = lockingCounterSql(
     deviceLoginFailures.failures,
     deviceLoginFailures.lockedUntil,
@@ -74,7 +74,7 @@ export function releaseLogin(db: Database, email: string, claimedLock: number) {
 }
 
 /** releaseLogin for a device's own run of attempts. */
-export function releaseDeviceLogin(db: Database, deviceId: string, claimedLock: number) {
+function releaseDeviceLogin(db: Database, deviceId: string, claimedLock: number) {
   return db
     .delete(deviceLoginFailures)
     .where(and(eq(deviceLoginFailures.deviceId, deviceId), eq(deviceLoginFailures.lockedUntil, claimedLock)));

@@ -29,7 +29,7 @@ const refusalDoc = (description: string, error: string, errorDescription: string
 
 /**
  * The native flow: an app signs in with the provider's SDK (Sign in with Apple, Google Sign-In) and sends
- * the id_token it got. The token is verified like the web flow's (identity.ts), for the client id or one of
+ * the id_token it got. The token is verified like the web flow's (the provider's `identity`, provider.ts), for the client id or one of
  * OAUTH_<N>_AUDIENCES, then the account is resolved by the same rule and the gate answers.
  */
 export const nativeFlow = new Hono<AppEnv>().post(

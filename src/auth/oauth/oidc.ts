@@ -27,18 +27,7 @@ import {
  */
 
 /** id_tokens are signed with one of these (Google and Apple use RS256); never `none` or a shared-secret HS*. */
-export const ID_TOKEN_ALGORITHMS = [
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "ES256",
-  "ES384",
-  "ES512",
-  "EdDSA",
-];
+const ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 
 const servers = new Map<string, { server: Server; fetchedAt: number }>();
 const keySets = new Map<string, { keys: ReturnType<typeof createLocalJWKSet>; fetchedAt: number }>();

@@ -16,7 +16,7 @@ import { challengeOf, checkRegistration, creationOptions, randomBase64url } from
 import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
 /** The name of a passkey registered without one. */
-export const DEFAULT_PASSKEY_NAME = "Passkey";
+const DEFAULT_PASSKEY_NAME = "Passkey";
 
 /**
  * Adding a passkey to the signed-in account: the options (after a step-up), then the new credential. See

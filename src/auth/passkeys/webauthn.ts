@@ -24,7 +24,7 @@ import type { AuthenticationResponseInput, RegistrationResponseInput } from "./c
  */
 
 /** The algorithms a new passkey may use, in our order of preference: ES256, EdDSA, RS256 (COSE ids). */
-export const PASSKEY_ALGORITHMS = [-7, -8, -257];
+const PASSKEY_ALGORITHMS = [-7, -8, -257];
 
 /** The transports WebAuthn names: what the browser may use to reach the authenticator; anything else is dropped. */
 const TRANSPORTS: readonly string[] = ["ble", "hybrid", "internal", "nfc", "usb"] satisfies AuthenticatorTransport[];

@@ -18,7 +18,7 @@ const NOT_CONFIGURED = "Not found";
 const cached = { "Cache-Control": `public, max-age=${WELL_KNOWN_MAX_AGE_MS / SECOND}` };
 
 /** What Android's Credential Manager checks: each app may handle this site's links and use its sign-in credentials. */
-export function assetLinks(apps: AndroidApp[]) {
+function assetLinks(apps: AndroidApp[]) {
   return apps.map(({ packageName, fingerprints }) => ({
     relation: ["delegate_permission/common.handle_all_urls", "delegate_permission/common.get_login_creds"],
     target: { namespace: "android_app", package_name: packageName, sha256_cert_fingerprints: fingerprints },
@@ -26,7 +26,7 @@ export function assetLinks(apps: AndroidApp[]) {
 }
 
 /** What iOS checks for an app's associated domain `webcredentials:<domain>`. */
-export function appleAppSiteAssociation(appIds: string[]) {
+function appleAppSiteAssociation(appIds: string[]) {
   return { webcredentials: { apps: appIds } };
 }
 
