@@ -7,9 +7,10 @@
  * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
  *   never downloads a browser.
  * - Validates /openapi.json against the official OpenAPI 3.1 schema.
- * - Checks that every operation of /openapi.json is on the page exactly once, creates a note with the
- *   page's own form (POST /notes, prefilled example body) and reads it back through the API and through
- *   the page, and that the page talked to no origin but the worker's and logged no error.
+ * - Checks that every operation of /openapi.json is on the page exactly once (and the X-D1-Bookmark header,
+ *   which most of them take, explained once above them), creates a note with the page's own form (POST /notes,
+ *   prefilled example body) and reads it back through the API and through the page, and that the page talked
+ *   to no origin but the worker's and logged no error.
  * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -203,6 +204,11 @@ test("the page sends the X-D1-Bookmark field as a header, not in the query", asy
       .count(),
     1,
   );
+
+  // Its explanation, shared by every operation that uses the database, is on the page once; the field links to it.
+  assert.equal(await page.locator("p, label").filter({ hasText: "least that recent" }).count(), 1);
+  assert.equal(await page.locator("#param-Bookmark").filter({ hasText: "least that recent" }).count(), 1);
+  assert.equal(await op.locator('label a[href="#param-Bookmark"]').count(), 1);
 
   // A value that is not a bookmark: the worker's 400 proves the header reached it.
   await bookmark.fill("not a bookmark");
