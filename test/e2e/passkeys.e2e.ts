@@ -192,8 +192,9 @@ function recipeBlocks(): string[] {
   const markdown = readFileSync(join(root, "docs/passkeys.md"), "utf8");
   const start = markdown.indexOf("### Try it from /docs");
   assert.ok(start >= 0, 'docs/passkeys.md has no section "Try it from /docs"');
-  const next = markdown.slice(start + 1).search(/^#{1,3} /m);
-  const section = markdown.slice(start, next < 0 ? undefined : start + 1 + next);
+  const body = markdown.indexOf("\n", start) + 1;
+  const next = markdown.slice(body).search(/^#{1,3} /m);
+  const section = markdown.slice(body, next < 0 ? undefined : body + next);
   return [...section.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
 }
 
