@@ -300,7 +300,7 @@ async function startHelper(): Promise<void> {
 
 before(
   async () => {
-    for (const tool of ["bash", "curl", "jq", "openssl"]) {
+    for (const tool of ["bash", "curl", "jq", "node"]) {
       assert.equal(
         spawnSync(tool, ["--version"]).error,
         undefined,
