@@ -7,6 +7,8 @@
  *   (a `const` of src/, scripts/, test/, bench/ or a root config file), or is a setting or binding
  *   (src/config/, wrangler.toml; an instance of a pattern such as `OAUTH_<N>_CLIENT_ID` counts), or an
  *   environment variable or CI secret the repository reads.
+ * - Every capability page of docs/ has the same four sections, in order (SKELETON); the service's own pages
+ *   (SERVICE_PAGES) have theirs.
  * - Where a page gives a constant's value, `` `NAME` (value) ``, the value is the code's: `15 minutes` for a
  *   `…_MS` constant of 15 * MINUTE, `16 KiB` for a `…_BYTES` one, `5` for a count, `30 a minute` for a rate
  *   limiter of wrangler.toml. Values the code computes at run time are not checked.
@@ -16,6 +18,19 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import ts from "typescript";
 import { sourcesAt, wranglerNames } from "./check-settings.ts";
+
+/** The sections of a capability page, in order. */
+export const SKELETON = ["What it is", "Rules", "Decisions", "Operations"];
+/** The pages of docs/ that are the service's, not a capability's: decisions across it, running it, its figures. */
+const SERVICE_PAGES = ["docs/design.md", "docs/operations.md", "docs/performance.md"];
+
+/** Why a capability page's sections are not SKELETON, or undefined when they are. */
+export function skeletonProblem(file: string, markdown: string): string | undefined {
+  if (!file.startsWith("docs/") || SERVICE_PAGES.includes(file)) return undefined;
+  const sections = proseLines(markdown).flatMap((line) => /^## (.*)$/.exec(line)?.[1]?.trim() ?? []);
+  if (sections.join("|") === SKELETON.join("|")) return undefined;
+  return `${file}: a capability page has the sections ${SKELETON.map((s) => `"## ${s}"`).join(", ")}, in order; it has ${sections.map((s) => `"## ${s}"`).join(", ") || "none"}`;
+}
 
 const CONSTANT = /^[A-Z][A-Z0-9]*(?:_(?:[A-Z0-9]+|<[A-Z]+>))+$/;
 const UNIT_MS: Record<string, number> = { ms: 1, second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 };
@@ -224,12 +239,15 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     if (!existsSync(full)) return undefined;
     return statSync(full).isDirectory() ? "" : readFileSync(full, "utf8");
   };
-  const found = pages.flatMap((page) => problemsOf(page, readFileSync(join(root, page), "utf8"), known, exists));
+  const found = pages.flatMap((page) => {
+    const markdown = readFileSync(join(root, page), "utf8");
+    return [...problemsOf(page, markdown, known, exists), skeletonProblem(page, markdown) ?? []].flat();
+  });
   if (found.length > 0) {
     for (const problem of found) console.error(`[check:docs] ${problem}`);
     process.exit(1);
   }
   console.log(
-    `[check:docs] ${pages.length} pages: every link resolves, every constant named exists, every value given is the code's`,
+    `[check:docs] ${pages.length} pages: every link resolves, every constant named exists, every value given is the code's, every capability page has its four sections`,
   );
 }

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { anchorsOf, constantsOf, problemsOf, statedValue } from "../../scripts/check-docs.ts";
+import { anchorsOf, constantsOf, problemsOf, skeletonProblem, statedValue } from "../../scripts/check-docs.ts";
 import { problems, settingsReadBy, wranglerNames, type Sources } from "../../scripts/check-settings.ts";
 
 const CONFIG = `
@@ -145,6 +145,18 @@ describe("check:docs", () => {
         "docs/b.md:3: the link a.md#limits names no heading of docs/a.md",
         "docs/b.md:3: the link gone.md names no file (docs/gone.md)",
       ],
+    );
+  });
+
+  test("holds a capability page to its four sections, in order, and leaves the service's pages theirs", () => {
+    const page =
+      "# P\n\n## What it is\n\n## Rules\n\n```\n## not a section\n```\n\n## Decisions\n\n## Operations\n\n### More\n";
+    assert.equal(skeletonProblem("docs/p.md", page), undefined);
+    assert.equal(skeletonProblem("docs/performance.md", "# P\n\n## Method\n"), undefined);
+    assert.equal(skeletonProblem("README.md", "# R\n\n## Quick start\n"), undefined);
+    assert.equal(
+      skeletonProblem("docs/p.md", page.replace("## Decisions", "## Why")),
+      'docs/p.md: a capability page has the sections "## What it is", "## Rules", "## Decisions", "## Operations", in order; it has "## What it is", "## Rules", "## Why", "## Operations"',
     );
   });
 });
