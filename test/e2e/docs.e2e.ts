@@ -19,7 +19,14 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath, root, startWorker, type Worker } from "./wrangler-dev.ts";
+import {
+  CHROMIUM_ARGS,
+  chromiumPath,
+  root,
+  START_WORKER_TIMEOUT_MS,
+  startWorker,
+  type Worker,
+} from "./wrangler-dev.ts";
 
 const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
 
@@ -92,7 +99,7 @@ before(
     // The page sets data-ready once it has built every operation from /openapi.json.
     await page.locator('body[data-ready="true"]').waitFor({ state: "attached" });
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {

@@ -17,7 +17,15 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { chromium, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath, freePort, root, startWorker, type Worker } from "./wrangler-dev.ts";
+import {
+  CHROMIUM_ARGS,
+  chromiumPath,
+  freePort,
+  root,
+  START_WORKER_TIMEOUT_MS,
+  startWorker,
+  type Worker,
+} from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
 const email = `passkey-${randomBytes(6).toString("hex")}@example.com`;
@@ -105,7 +113,7 @@ before(
     authenticatorId = added.authenticatorId;
     await page.goto(`${origin}/docs`);
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {

@@ -30,7 +30,7 @@ import PostalMime from "postal-mime";
 import { SMTPServer } from "smtp-server";
 import { DEFAULT_PORT, devSettings, startLocalProvider, type LocalProvider } from "../../scripts/oauth-provider.ts";
 import { base32Decode, stepAt, totpAt, TOTP_STEP_SECONDS } from "../../src/lib/totp.ts";
-import { root, startWorker, tail, type Worker } from "./wrangler-dev.ts";
+import { root, START_WORKER_TIMEOUT_MS, startWorker, tail, type Worker } from "./wrangler-dev.ts";
 
 /** The documents whose walk-throughs run, in this order, each in a bash of its own, against one worker. */
 const WALK_THROUGHS = ["README.md", "docs/sessions.md", "docs/mfa.md", "docs/social-sign-in.md"];
@@ -321,7 +321,7 @@ before(
       ...devSettings(provider.issuer),
     });
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {
