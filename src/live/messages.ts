@@ -1,4 +1,4 @@
-/** Every JSON error message of the live-updates routes, written once (docs/live.md lists them). */
+/** Every JSON error message of the live-updates routes, written once (/openapi.json lists them per operation). */
 export const LiveMessage = {
   notAvailable: "Live updates need private notes (NOTES_AUTH=required)",
   upgradeRequired: "This is a WebSocket endpoint: open it with Upgrade: websocket",

@@ -44,6 +44,7 @@ export const DOCS_HTML = `<!doctype html>
   <label for="bearer">Login token (sent as <code>Authorization: Bearer …</code> when filled; needed by /notes only with NOTES_AUTH=required)</label>
   <input id="bearer" placeholder="paste the token from POST /auth/login">
 </div>
+<section id="shared" hidden><h2>Parameters of many operations</h2></section>
 <main id="operations"></main>
 <script>
 (async function () {
@@ -64,6 +65,14 @@ export const DOCS_HTML = `<!doctype html>
     }
     return node;
   };
+  // A parameter many operations share (a $ref to components.parameters) is explained once, here, and each
+  // operation's field links to it: its paragraph would otherwise repeat on every operation.
+  const shared = document.getElementById("shared");
+  for (const [key, p] of Object.entries((spec.components && spec.components.parameters) || {})) {
+    shared.append(el("p", { id: "param-" + key }, el("code", { textContent: p.name }), " (" + p.in + "): ", ...rich(p.description)));
+    shared.hidden = false;
+  }
+  const sharedKey = (p) => (p && typeof p.$ref === "string" && p.$ref.startsWith("#/components/parameters/") ? p.$ref.slice(24) : undefined);
   const sections = new Map();
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const method of ["get", "post", "patch", "delete"]) {
@@ -74,7 +83,9 @@ export const DOCS_HTML = `<!doctype html>
         sections.set(tag, el("section", { id: "tag-" + tag }, el("h2", { textContent: tag })));
         main.append(sections.get(tag));
       }
-      const parameters = [...(item.parameters || []), ...(op.parameters || [])].map(resolve).filter(Boolean);
+      const parameters = [...(item.parameters || []), ...(op.parameters || [])]
+        .map((p) => { const resolved = resolve(p); return resolved && Object.assign({}, resolved, { shared: sharedKey(p) }); })
+        .filter(Boolean);
       sections.get(tag).append(operation(method.toUpperCase(), path, op, parameters));
     }
   }
@@ -84,7 +95,8 @@ export const DOCS_HTML = `<!doctype html>
     const fields = parameters.map((p) => {
       const input = el("input", { name: p.name, placeholder: p.in === "path" ? "required" : "optional" });
       input.dataset.in = p.in;
-      return el("div", {}, el("label", {}, p.name + " (" + p.in + ")", ...(p.description ? [" — ", ...rich(p.description)] : [])), input);
+      const about = p.shared ? [" — ", el("a", { href: "#param-" + p.shared, textContent: "see above" })] : p.description ? [" — ", ...rich(p.description)] : [];
+      return el("div", {}, el("label", {}, p.name + " (" + p.in + ")", ...about), input);
     });
     const requestBody = resolve(op.requestBody);
     const media = requestBody && requestBody.content && requestBody.content["application/json"];

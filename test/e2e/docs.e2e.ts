@@ -7,9 +7,10 @@
  * - Drives Debian's Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with playwright-core, which
  *   never downloads a browser.
  * - Validates /openapi.json against the official OpenAPI 3.1 schema.
- * - Checks that every operation of /openapi.json is on the page exactly once, creates a note with the
- *   page's own form (POST /notes, prefilled example body) and reads it back through the API and through
- *   the page, and that the page talked to no origin but the worker's and logged no error.
+ * - Checks that every operation of /openapi.json is on the page exactly once (and the X-D1-Bookmark header,
+ *   which most of them take, explained once above them), creates a note with the page's own form (POST /notes,
+ *   prefilled example body) and reads it back through the API and through the page, and that the page talked
+ *   to no origin but the worker's and logged no error.
  * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -18,7 +19,14 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath, root, startWorker, type Worker } from "./wrangler-dev.ts";
+import {
+  CHROMIUM_ARGS,
+  chromiumPath,
+  root,
+  START_WORKER_TIMEOUT_MS,
+  startWorker,
+  type Worker,
+} from "./wrangler-dev.ts";
 
 const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
 
@@ -91,7 +99,7 @@ before(
     // The page sets data-ready once it has built every operation from /openapi.json.
     await page.locator('body[data-ready="true"]').waitFor({ state: "attached" });
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {
@@ -203,6 +211,11 @@ test("the page sends the X-D1-Bookmark field as a header, not in the query", asy
       .count(),
     1,
   );
+
+  // Its explanation, shared by every operation that uses the database, is on the page once; the field links to it.
+  assert.equal(await page.locator("p, label").filter({ hasText: "least that recent" }).count(), 1);
+  assert.equal(await page.locator("#param-Bookmark").filter({ hasText: "least that recent" }).count(), 1);
+  assert.equal(await op.locator('label a[href="#param-Bookmark"]').count(), 1);
 
   // A value that is not a bookmark: the worker's 400 proves the header reached it.
   await bookmark.fill("not a bookmark");

@@ -8,14 +8,24 @@
  *   CTAP2, internal, resident keys, user verification, the user always verified), opens /docs on
  *   http://localhost:<port>, and from that page registers a passkey with navigator.credentials.create() and
  *   the options the API answers (201), then signs in with navigator.credentials.get() (200), as a web app does.
+ * - Follows docs/passkeys.md's "Try it from /docs" as a newcomer does: signs in with the page's own login form,
+ *   then runs the recipe's ```js blocks in the page, as pasted into its console, and reads what they log.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { chromium, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath, freePort, startWorker, type Worker } from "./wrangler-dev.ts";
+import {
+  CHROMIUM_ARGS,
+  chromiumPath,
+  freePort,
+  root,
+  START_WORKER_TIMEOUT_MS,
+  startWorker,
+  type Worker,
+} from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
 const email = `passkey-${randomBytes(6).toString("hex")}@example.com`;
@@ -103,7 +113,7 @@ before(
     authenticatorId = added.authenticatorId;
     await page.goto(`${origin}/docs`);
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {
@@ -183,4 +193,58 @@ test("the page signs in with navigator.credentials.get(), no address typed: 200 
     current: boolean;
   }[];
   assert.deepEqual(sessions.find((session) => session.current)?.amr, ["hwk", "mfa"]);
+});
+
+/** The ```js blocks of docs/passkeys.md's section "Try it from /docs", in order. */
+function recipeBlocks(): string[] {
+  const markdown = readFileSync(join(root, "docs/passkeys.md"), "utf8");
+  const start = markdown.indexOf("### Try it from /docs");
+  assert.ok(start >= 0, 'docs/passkeys.md has no section "Try it from /docs"');
+  const body = markdown.indexOf("\n", start) + 1;
+  const next = markdown.slice(body).search(/^#{1,3} /m);
+  const section = markdown.slice(body, next < 0 ? undefined : body + next);
+  return [...section.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
+}
+
+/** Runs a recipe block in the page as the console would (top-level await), and answers what it logs. */
+async function pasted(block: string): Promise<string> {
+  const logged = page.waitForEvent("console", { predicate: (message) => message.type() === "log" });
+  await page.evaluate(`(async () => {\n${block}\n})()`);
+  return (await logged).text();
+}
+
+test("docs/passkeys.md's recipe, pasted into /docs after its login form, adds a passkey and signs in with it", async () => {
+  assert.ok(accessToken, "needs the account of the first test");
+  const [register, signIn, ...more] = recipeBlocks();
+  assert.ok(register && signIn && more.length === 0, "the recipe has two ```js blocks: add a passkey, sign in");
+  // The authenticator forgets the earlier tests' passkey: the recipe's is the only one it holds.
+  await cdp.send("WebAuthn.clearCredentials", { authenticatorId });
+
+  // Step 2: the page's own POST /auth/login form, which fills the page's "Login token" field.
+  const login = page
+    .locator("details.op")
+    .filter({ has: page.locator(":scope > summary > .method", { hasText: /^POST$/ }) })
+    .filter({ has: page.locator(":scope > summary > .path", { hasText: /^\/auth\/login$/ }) });
+  await page.locator("#bearer").fill("");
+  await login.locator("summary").click();
+  await login.locator("textarea[name=body]").fill(JSON.stringify({ email, password: PASSWORD }));
+  await login.getByRole("button", { name: "Send request" }).click();
+  await login.locator("pre.result[data-status]").waitFor();
+  assert.equal(await login.locator("pre.result").getAttribute("data-status"), "200");
+  assert.notEqual(await page.locator("#bearer").inputValue(), "");
+
+  // Step 3, "with your password".
+  const withPassword = register.replace(/password: "[^"]*"/, `password: ${JSON.stringify(PASSWORD)}`);
+  assert.notEqual(withPassword, register, "the recipe's registration block sends no password");
+  const added = await pasted(withPassword);
+  assert.match(added, /^201 \{"id":"[^"]+","name":"This browser",/);
+  const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+  assert.equal(credentials.length, 1);
+
+  // Step 4.
+  const signedIn = await pasted(signIn);
+  assert.match(signedIn, /^200 /);
+  const tokens = JSON.parse(signedIn.slice(4)) as { token: string };
+  const me = await api("GET", "/auth/me", undefined, tokens.token);
+  assert.equal((me.body as { email: string }).email, email);
 });

@@ -1,11 +1,13 @@
 /**
- * `npm run test:e2e`: the walk-throughs of the README and of docs/sessions.md, run as written against a
- * real `wrangler dev` (wrangler-dev.ts), in the order a newcomer follows them, so that they stay true.
+ * `npm run test:e2e`: the walk-throughs of the README and of the docs pages (WALK_THROUGHS), run as written
+ * against a real `wrangler dev` (wrangler-dev.ts), in the order a newcomer follows them, so that they stay true.
  *
  * - The worker gets `.dev.vars.example`, as `npm run dev` makes it (a random JWT_SECRET_KEY, mail to a
- *   loopback SMTP server on a free port), and its own fresh D1.
+ *   loopback SMTP server on a free port), its own fresh D1, and the settings `npm run oauth:provider` prints
+ *   for the local OpenID provider, which this test starts on a free port (scripts/oauth-provider.ts).
  * - The ```sh blocks of every section whose heading says "Walk-through" (and of its subsections) run with
- *   bash, one bash per document, in order; `http://localhost:8787` is the worker's address.
+ *   bash, one bash per document (a new terminal), in order; `http://localhost:8787` is the worker's address,
+ *   `http://localhost:9400` the provider's.
  * - A line `NAME=<example>   # … mail in the dev terminal …` gets the code of the next mail that holds one,
  *   from this test's SMTP server; a line `NAME=<example>   # … authenticator app shows …` gets the TOTP
  *   code of the shell's `$SECRET` for a time step not used yet (the next one at most, as the API's
@@ -26,10 +28,17 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import PostalMime from "postal-mime";
 import { SMTPServer } from "smtp-server";
+import { DEFAULT_PORT, devSettings, startLocalProvider, type LocalProvider } from "../../scripts/oauth-provider.ts";
 import { base32Decode, stepAt, totpAt, TOTP_STEP_SECONDS } from "../../src/lib/totp.ts";
-import { root, startWorker, tail, type Worker } from "./wrangler-dev.ts";
+import { root, START_WORKER_TIMEOUT_MS, startWorker, tail, type Worker } from "./wrangler-dev.ts";
 
-const DOC_ORIGIN = "http://localhost:8787";
+/** The documents whose walk-throughs run, in this order, each in a bash of its own, against one worker. */
+const WALK_THROUGHS = ["README.md", "docs/sessions.md", "docs/mfa.md", "docs/social-sign-in.md"];
+/** The addresses the walk-throughs write, and the variables of the shell that hold this run's. */
+const DOC_ADDRESSES = {
+  "http://localhost:8787": "$README_ORIGIN",
+  [`http://localhost:${DEFAULT_PORT}`]: "$README_PROVIDER",
+};
 const MAIL_WAIT_MS = 15_000;
 const RUN_TIMEOUT_MS = 120_000;
 
@@ -45,6 +54,7 @@ const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-readme-"));
 let worker: Worker | undefined;
 let smtp: SMTPServer | undefined;
 let helper: HttpServer | undefined;
+let provider: LocalProvider | undefined;
 let helperUrl = "";
 /** Codes of the mails received, in order, and how many of them the walk-throughs have read. */
 const mailedCodes: string[] = [];
@@ -129,7 +139,8 @@ export function stepsOf(file: string, block: { line: number; text: string }): St
     let expected = trailing === undefined ? undefined : expectation(trailing);
     const following = lines[i + 1]?.trim();
     if (!expected && following?.startsWith("#")) expected = expectation(following.slice(1).trim());
-    steps.push({ at, command: command.replaceAll(DOC_ORIGIN, "$README_ORIGIN"), expected });
+    for (const [address, variable] of Object.entries(DOC_ADDRESSES)) command = command.replaceAll(address, variable);
+    steps.push({ at, command, expected });
   }
   return steps;
 }
@@ -152,7 +163,7 @@ async function runInBash(
   writeFileSync(join(dir, "walk-through.sh"), script);
   const bash = spawn("bash", [join(dir, "walk-through.sh")], {
     cwd: dir,
-    env: { ...process.env, README_ORIGIN: worker!.origin, README_CHECK: helperUrl },
+    env: { ...process.env, README_ORIGIN: worker!.origin, README_PROVIDER: provider!.issuer, README_CHECK: helperUrl },
     stdio: ["ignore", "ignore", "pipe"],
     timeout: RUN_TIMEOUT_MS,
   });
@@ -289,7 +300,7 @@ async function startHelper(): Promise<void> {
 
 before(
   async () => {
-    for (const tool of ["bash", "curl", "jq"]) {
+    for (const tool of ["bash", "curl", "jq", "node"]) {
       assert.equal(
         spawnSync(tool, ["--version"]).error,
         undefined,
@@ -298,38 +309,35 @@ before(
     }
     const smtpPort = await startMailbox();
     await startHelper();
+    provider = await startLocalProvider({ port: 0, email: "you@example.test", unverified: false });
     // .dev.vars as `npm run dev` creates it, with this test's mail server.
     const devVars = readFileSync(join(root, ".dev.vars.example"), "utf8")
       .replace(/^JWT_SECRET_KEY=.*$/m, `JWT_SECRET_KEY=${randomBytes(32).toString("base64url")}`)
       .replace(/^SMTP_PORT=.*$/m, `SMTP_PORT=${smtpPort}`);
-    worker = await startWorker(
-      Object.fromEntries(
+    worker = await startWorker({
+      ...Object.fromEntries(
         Object.entries(parseEnv(devVars)).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]])),
       ),
-    );
+      ...devSettings(provider.issuer),
+    });
   },
-  { timeout: 90_000 },
+  { timeout: START_WORKER_TIMEOUT_MS },
 );
 
 after(async () => {
   await worker?.stop();
   await new Promise<void>((resolve) => (smtp ? smtp.close(() => resolve()) : resolve()));
   await new Promise<void>((resolve) => (helper ? helper.close(() => resolve()) : resolve()));
+  await provider?.stop();
   rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
 });
 
-test(
-  "the README's walk-throughs run top to bottom and answer what they show",
-  { timeout: RUN_TIMEOUT_MS + 10_000 },
-  async () => {
-    assert.deepEqual(await walkThrough("README.md"), []);
-  },
-);
-
-test(
-  "docs/sessions.md's walk-through runs after them, in a new terminal, and answers what it shows",
-  { timeout: RUN_TIMEOUT_MS + 10_000 },
-  async () => {
-    assert.deepEqual(await walkThrough("docs/sessions.md"), []);
-  },
-);
+for (const [i, file] of WALK_THROUGHS.entries()) {
+  test(
+    `${file}'s walk-throughs run ${i === 0 ? "top to bottom" : "after the ones before, in a new terminal,"} and answer what they show`,
+    { timeout: RUN_TIMEOUT_MS + 10_000 },
+    async () => {
+      assert.deepEqual(await walkThrough(file), []);
+    },
+  );
+}

@@ -15,7 +15,12 @@ import { fileURLToPath } from "node:url";
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 // wrangler's JS entry run with this same Node (22): the `.bin` shim would use whatever `node` is on PATH.
 const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
-const STARTUP_TIMEOUT_MS = 60_000;
+// Generous: on a machine shared with other builds one wrangler command has taken close to a minute and a half
+// (a migration, a d1 execute); a quiet machine takes a few seconds, so these only bound a hang.
+const STARTUP_TIMEOUT_MS = 120_000;
+const COMMAND_TIMEOUT_MS = 120_000;
+/** What a test's `before` should allow for startWorker: its migration and its startup, each at their bound. */
+export const START_WORKER_TIMEOUT_MS = COMMAND_TIMEOUT_MS + STARTUP_TIMEOUT_MS + 30_000;
 
 export const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 export const CHROMIUM_ARGS = [
@@ -82,7 +87,7 @@ export async function startWorker(vars: Record<string, string>, port?: number): 
       env,
       stdio: ["ignore", "pipe", "pipe"],
       encoding: "utf8",
-      timeout: 30_000,
+      timeout: COMMAND_TIMEOUT_MS,
     });
 
   const migrate = run(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir]);
