@@ -1,4 +1,11 @@
-/** Every plain-text answer of the accounts area, worded as the contract gives them (docs/api.md lists them all). */
+import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS } from "../lib/password";
+import { duration, KiB } from "../lib/units";
+import { AUTH_BODY_LIMIT_BYTES, MAX_APP_STATE_CHARS, MAX_PASSKEYS, RECENT_SIGN_IN_MS } from "./policy";
+
+/**
+ * Every plain-text answer of the accounts area, worded as the contract gives them; /openapi.json lists each with
+ * the status it comes with. Numbers come from their constants.
+ */
 export const AuthMessage = {
   // From the spec.
   userExists: "User with this email already exists.",
@@ -8,13 +15,13 @@ export const AuthMessage = {
   emailVerified: "Email verified successfully.",
   invalidCredentials: "Invalid email or password.",
   notVerified: "Email not verified. Please check your inbox.",
-  // Our decisions where the spec is silent (see docs/api.md#errors).
+  // Our decisions where the spec is silent.
   emailAndPasswordRequired: "Email and password are required.",
   emailAndPasswordStrings: "Email and password must be strings.",
   emailAndTokenStrings: "Email and token must be strings.",
   invalidEmail: "Please provide a valid email address.",
-  passwordTooShort: "Password must be at least 8 characters long.",
-  passwordTooLong: "Password must be at most 72 bytes long (UTF-8).",
+  passwordTooShort: `Password must be at least ${MIN_PASSWORD_CHARS} characters long.`,
+  passwordTooLong: `Password must be at most ${MAX_PASSWORD_BYTES} bytes long (UTF-8).`,
   resendAccepted: "If this email belongs to an unverified account, a verification code has been sent.",
   emailRequired: "Email is required.",
   emailString: "Email must be a string.",
@@ -73,7 +80,7 @@ export const AuthMessage = {
   invalidPasskey: "Invalid passkey.",
   passkeyNotFound: "Passkey not found.",
   passkeyAlreadyRegistered: "This passkey is already registered.",
-  passkeyLimit: "An account can have at most 10 passkeys: remove one first.",
+  passkeyLimit: `An account can have at most ${MAX_PASSKEYS} passkeys: remove one first.`,
   passkeysUnavailable: "Passkeys are not set up on this server: its WEBAUTHN_RP_ID setting is missing or unusable.",
   passkeyNameRequired: "Name is required.",
   passkeyNameString: "Name must be a string.",
@@ -88,7 +95,7 @@ export const AuthMessage = {
   passkeyUserNotVerified:
     "The authenticator did not verify the user (fingerprint, face or PIN): passkeys here need user verification.",
   passkeyResponseRefused: "The registration response could not be verified.",
-  signInAgain: "This account has no password: sign in again, then retry within 10 minutes.",
+  signInAgain: `This account has no password: sign in again, then retry within ${duration(RECENT_SIGN_IN_MS)}.`,
   // Social sign-in (auth/oauth/, docs/social-sign-in.md).
   unknownProvider: "Unknown sign-in provider.",
   socialSignInUnavailable: "Social sign-in is not set up on this server: an OAUTH_ setting is unusable.",
@@ -99,7 +106,7 @@ export const AuthMessage = {
   codeChallengeRequired: "code_challenge is required: the app's PKCE challenge (S256).",
   codeChallengeInvalid: "code_challenge must be the base64url SHA-256 of the app's code_verifier (43 characters).",
   codeChallengeMethod: "code_challenge_method must be S256.",
-  appStateInvalid: "state must be a string of at most 512 characters.",
+  appStateInvalid: `state must be a string of at most ${MAX_APP_STATE_CHARS} characters.`,
   unknownState: "Unknown, used or expired sign-in state. Start the sign-in again.",
   loginCodeFields: "code and code_verifier are required.",
   loginCodeStrings: "code and code_verifier must be strings.",
@@ -117,7 +124,7 @@ export const AuthMessage = {
   lastWayIn: "This is your account's last way in: set a password (forgot-password) or link another provider first.",
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
-  bodyTooLarge: "Request body is too large (limit 16 KiB).",
+  bodyTooLarge: `Request body is too large (limit ${AUTH_BODY_LIMIT_BYTES / KiB} KiB).`,
   invalidBookmark: "Invalid X-D1-Bookmark header.",
   internalError: "Internal server error.",
 } as const;

@@ -1,6 +1,7 @@
 import { bearerOnly, text, throttled } from "../lib/describe";
 import { AuthMessage } from "./messages";
-import { AUTH_BODY_LIMIT_BYTES } from "./policy";
+import { AUTH_BODY_LIMIT_BYTES, RECENT_SIGN_IN_MS } from "./policy";
+import { duration } from "../lib/units";
 
 /** The OpenAPI answers every accounts endpoint shares, written once for the routes' descriptions. */
 
@@ -36,7 +37,7 @@ export const passwordChecked = {
   "401": {
     ...text(
       "Invalid, expired or revoked access token, a session out of password checks (it ends with the fifth wrong password or code), a wrong password, " +
-        "or, while two-factor authentication is on, a missing or wrong `code`; for an account without a password, a session opened more than 10 minutes ago " +
+        `or, while two-factor authentication is on, a missing or wrong \`code\`; for an account without a password, a session opened more than ${duration(RECENT_SIGN_IN_MS)} ago ` +
         "(sign in again)",
       AuthMessage.invalidAccessToken,
       AuthMessage.wrongPassword,

@@ -3,7 +3,9 @@ import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, normalizePassword, passwordByte
 import { body, requiredString } from "../lib/validation";
 import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
-import { MAX_EMAIL_LENGTH } from "./policy";
+import { MAX_EMAIL_LENGTH, RECENT_SIGN_IN_MS } from "./policy";
+import { duration } from "../lib/units";
+import { TOTP_DIGITS } from "../lib/totp";
 
 /** The request body of each accounts endpoint: validation, OpenAPI and client types come from these. */
 
@@ -150,7 +152,7 @@ export const stepUpCode = v.optional(
 /** A code of the authenticator app, or a recovery code. */
 const factorCode = v.pipe(
   requiredString(AuthMessage.codeRequired, AuthMessage.codeString),
-  v.description("A current 6-digit code of the authenticator app."),
+  v.description(`A current ${TOTP_DIGITS}-digit code of the authenticator app.`),
 );
 
 /**
@@ -162,7 +164,7 @@ function stepUpPassword(required: string, notString: string) {
     v.pipe(
       anyPassword(required, notString),
       v.description(
-        "The account's password; an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes.",
+        `The account's password; an account without one (\`has_password\` false) leaves it out and needs a session opened in the last ${duration(RECENT_SIGN_IN_MS)}.`,
       ),
     ),
   );
@@ -205,7 +207,7 @@ export const MfaVerifyBody = v.pipe(
       requiredString(AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings),
       v.description("The `mfa_token` of the login."),
     ),
-    code: optionalString("A current 6-digit code of the authenticator app."),
+    code: optionalString(`A current ${TOTP_DIGITS}-digit code of the authenticator app.`),
     recovery_code: optionalString("One of the recovery codes, instead of `code`."),
   }),
   v.check((input) => (input.code === undefined) !== (input.recovery_code === undefined), AuthMessage.mfaVerifyFields),

@@ -4,11 +4,11 @@
  * user in base32 (RFC 4648, no padding).
  */
 
-const TOTP_DIGITS = 6;
+export const TOTP_DIGITS = 6;
 export const TOTP_STEP_SECONDS = 30;
 /** Steps of clock drift accepted either side of the current one. */
 const TOTP_DRIFT_STEPS = 1;
-const TOTP_SECRET_BYTES = 20;
+export const TOTP_SECRET_BYTES = 20;
 
 const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 

@@ -1,10 +1,10 @@
-/** Every JSON error message the notes area answers with, written once (docs/api.md lists them). */
+/** Every JSON error message the notes area answers with, written once; /openapi.json lists each with its status. */
 
 /** The most characters (code points) a title holds: here, since its message states it; requests.ts enforces it. */
 export const MAX_TITLE_CHARS = 200;
 /**
  * The longest search (`q`) in characters (code points), and the most words it may hold, a quoted phrase's
- * included: what a search costs grows with its words (docs/notes-idempotency-search.md, "Cost").
+ * included: what a search costs grows with its words (docs/performance.md).
  */
 export const MAX_SEARCH_CHARS = 200;
 export const MAX_SEARCH_WORDS = 12;
@@ -13,7 +13,7 @@ export const NoteMessage = {
   // From the spec.
   invalidId: "Invalid note id",
   notFound: "Note not found",
-  // Our decisions where the spec is silent (see docs/api.md#errors).
+  // Our decisions where the spec is silent.
   titleRequired: "title is required and must be a string",
   contentRequired: "content is required and must be a string",
   titleNotString: "title must be a string",

@@ -9,7 +9,7 @@ import { LIST_CHUNK_BYTES, noteJsonText, noteSize } from "./sql";
 
 /**
  * `GET /notes?q=…`: full-text search over titles and contents with SQLite's FTS5 (the `notes_fts` index
- * of migration 0007, kept exact by triggers). Rationale and measurements: docs/notes-idempotency-search.md.
+ * of migration 0007, kept exact by triggers). Rationale: docs/notes-idempotency-search.md; measurements: docs/performance.md.
  */
 
 /** A search page without `limit` holds this many notes at most. */

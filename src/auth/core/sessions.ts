@@ -99,7 +99,7 @@ export async function rotateSession(
   return { rotated, revoked };
 }
 
-/** The caller's live sessions, the most recently used first; undefined when the caller's own session is not live. */
+/** The caller's live sessions, the most recently signed in or refreshed first; undefined when the caller's own session is not live. */
 export async function listSessions(db: Database, caller: AccessClaims, now: number) {
   const [[live], list] = await db.batch([
     sessionCheck(db, caller, now),

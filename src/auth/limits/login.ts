@@ -7,7 +7,7 @@ import { DEVICE_FAILURES_BEFORE_LOCK, DEVICE_LOCK_MS, LOGIN_FAILURES_BEFORE_LOCK
  * The login lock: a run of attempts per address, or per device of the owner's (a valid device token, see
  * core/devices.ts), each claimed by one conditional upsert before the password or code is checked, so
  * someone who knows only an address cannot lock its owner out of the devices they use
- * (docs/security-lockout.md).
+ * (docs/security.md).
  */
 
 /**

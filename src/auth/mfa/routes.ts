@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { APP_NAME } from "../../config";
 import { badJson, describeRoute, json, text } from "../../lib/describe";
 import { seal } from "../../lib/secret-box";
-import { base32Encode, newTotpSecret, otpauthUri } from "../../lib/totp";
+import { TOTP_SECRET_BYTES, base32Encode, newTotpSecret, otpauthUri } from "../../lib/totp";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken } from "../caller";
@@ -16,7 +16,8 @@ import { dropChallenges } from "../core/pending";
 import { acceptCode, enrolPending, isActive, removeFactors } from "../core/factor";
 import { newRecoveryCodes, replaceRecoveryCodes } from "../core/recovery-codes";
 import { CODE_RULES, mfaVerify } from "./verify";
-import { RECOVERY_CODE_COUNT } from "../policy";
+import { RECENT_SIGN_IN_MS, RECOVERY_CODE_COUNT } from "../policy";
+import { duration } from "../../lib/units";
 
 /** The answer that shows a new set of recovery codes, once. */
 const recoveryCodesAnswer = (description: string) =>
@@ -56,7 +57,10 @@ export const mfaRoutes = new Hono<AppEnv>()
         "200": json("The secret", {
           type: "object",
           required: ["secret", "otpauth_uri"],
-          properties: { secret: { type: "string", description: "Base32, 160 bits" }, otpauth_uri: { type: "string" } },
+          properties: {
+            secret: { type: "string", description: `Base32, ${TOTP_SECRET_BYTES * 8} bits` },
+            otpauth_uri: { type: "string" },
+          },
         }),
         "400": text(
           "Missing or malformed password",
@@ -65,7 +69,7 @@ export const mfaRoutes = new Hono<AppEnv>()
           ...badJson,
         ),
         "401": text(
-          "Wrong password, or an invalid access token; for an account without a password, a session opened more than 10 minutes ago",
+          `Wrong password, or an invalid access token; for an account without a password, a session opened more than ${duration(RECENT_SIGN_IN_MS)} ago`,
           AuthMessage.wrongPassword,
           AuthMessage.invalidAccessToken,
           AuthMessage.signInAgain,

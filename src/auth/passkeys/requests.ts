@@ -3,6 +3,8 @@ import { body, requiredString } from "../../lib/validation";
 import { AuthMessage } from "../messages";
 import { stepUpCode } from "../requests";
 import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
+import { duration } from "../../lib/units";
+import { RECENT_SIGN_IN_MS } from "../policy";
 
 /** The request bodies of the passkey endpoints (the area's other bodies are in auth/requests.ts). */
 
@@ -14,7 +16,7 @@ const passkeyStepUpPassword = v.optional(
   v.pipe(
     v.string(AuthMessage.passwordString),
     v.description(
-      "The account's password (step-up); an account without one (`has_password` false) leaves it out and needs a session opened in the last 10 minutes.",
+      `The account's password (step-up); an account without one (\`has_password\` false) leaves it out and needs a session opened in the last ${duration(RECENT_SIGN_IN_MS)}.`,
     ),
   ),
 );

@@ -4,7 +4,7 @@ import { clientKey } from "../../lib/client-key";
 import { randomId } from "../../lib/crypto";
 import { maskEmail } from "../../lib/log";
 import { hashPassword } from "../../lib/password";
-import { MINUTE } from "../../lib/units";
+import { MINUTE, duration } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { codesMatch } from "../core/codes";
@@ -16,7 +16,13 @@ import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../
 import { ForgotPasswordBody, ResetPasswordBody } from "../requests";
 import { endSessions } from "../core/sessions";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
-import { CODE_TTL_MS, MAX_CODE_ATTEMPTS, RESET_MAILS_PER_CLIENT_PER_HOUR, RESET_MAILS_PER_HOUR } from "../policy";
+import {
+  CODE_TTL_MS,
+  MAIL_COOLDOWN_MS,
+  MAX_CODE_ATTEMPTS,
+  RESET_MAILS_PER_CLIENT_PER_HOUR,
+  RESET_MAILS_PER_HOUR,
+} from "../policy";
 
 /**
  * Account recovery: a reset code by e-mail, and a new password with it. Reset mails have an allowance
@@ -33,7 +39,7 @@ export const recovery = new Hono<AppEnv>()
       description:
         "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
         `valid for ${CODE_TTL_MS / MINUTE} minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance: ` +
-        `${RESET_MAILS_PER_HOUR} an hour, of which one client (an IPv4 address or an IPv6 /64) gets at most ${RESET_MAILS_PER_CLIENT_PER_HOUR}, a minute apart.`,
+        `${RESET_MAILS_PER_HOUR} an hour, of which one client (an IPv4 address or an IPv6 /64) gets at most ${RESET_MAILS_PER_CLIENT_PER_HOUR}, ${duration(MAIL_COOLDOWN_MS)} apart.`,
       requestExample: { email: "ada@example.com" },
       responses: {
         "200": json("Accepted", {

@@ -4,7 +4,7 @@ import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
 import { hashPassword } from "../../lib/password";
-import { MINUTE } from "../../lib/units";
+import { duration, MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { codeTryBudget } from "../limits/code-budget";
@@ -15,7 +15,7 @@ import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../requests";
 import { createAccount, markVerified } from "./store";
-import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAILS_PER_HOUR, MAX_CODE_ATTEMPTS } from "../policy";
+import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAILS_PER_HOUR, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()
@@ -62,7 +62,7 @@ export const registration = new Hono<AppEnv>()
     describeRoute({
       tags: accountsTag,
       summary: "Send the verification code again",
-      description: `Same answer for every well-formed request; mails only an unverified account, at most once a minute and ${MAILS_PER_HOUR} times an hour.`,
+      description: `Same answer for every well-formed request; mails only an unverified account, at most once ${duration(MAIL_COOLDOWN_MS)} and ${MAILS_PER_HOUR} times an hour.`,
       requestExample: { email: "ada@example.com" },
       responses: {
         "200": text("Accepted", AuthMessage.resendAccepted),

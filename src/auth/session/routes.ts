@@ -221,7 +221,8 @@ export const sessionRoutes = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "List your sessions",
-      description: "The caller's live sessions (devices), the most recently used first.",
+      description:
+        "The caller's live sessions (devices), the most recently signed in or refreshed first (`last_used_at` moves on a login and a refresh only).",
       responses: { "200": json("The sessions", { type: "array", items: ref("Session") }), ...bearerErrors },
     }),
     requireAccessToken,
