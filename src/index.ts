@@ -13,7 +13,7 @@ import { securityHeaders } from "./lib/security-headers";
 import { errorResponse, isAccountsPath, setAnswerHeader } from "./lib/http";
 import { createLogger, describeError } from "./lib/log";
 import { liveApp } from "./live/routes";
-import { notesChanged, sessionsEnded } from "./live/notify";
+import { notesWatchers, sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
@@ -71,9 +71,9 @@ const app = new Hono<AppEnv>()
   // The areas meet here and in their declared seams only (docs/design.md, "Seams"): notes and live updates
   // take the caller's live session from auth/caller.ts; accounts are handed what an account owns in notes, to
   // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
-  // hears that notes changed (the live sockets pull).
+  // may be watching an account's notes (the live sockets pull after a write).
   .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
-  .route("/notes", notesArea({ notesChanged }))
+  .route("/notes", notesArea({ watchers: notesWatchers }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).
   .route("/changes", liveApp)

@@ -1,5 +1,6 @@
 import type { Config, OptionalSecrets } from "./config";
 import type { Database } from "./db/client";
+import type { Bound } from "./db/compiled";
 import type { Logger } from "./lib/log";
 
 /**
@@ -27,9 +28,9 @@ export type AppEnv = {
      */
     sessionsEnded: (userId: number) => void;
     /**
-     * Set by the notes area (notes/area.ts): a write to account `userId`'s notes calls it after it committed,
-     * and whoever watches the account (live sockets) hears of it.
+     * Set by the notes area (notes/area.ts): whether anyone may be watching account `userId`'s notes, as a
+     * statement for a write's batch, and what a write that found them calls after it committed.
      */
-    notesChanged: (userId: number) => void;
+    watchers: { watching: (userId: number) => Bound<unknown>; changed: (userId: number) => void };
   };
 };

@@ -5,6 +5,7 @@ import { createLogger, describeError } from "../lib/log";
 import { SECOND } from "../lib/units";
 import type { Bindings } from "../types";
 import type { Claimed } from "./tickets";
+import { forgetWatchers } from "./watchers";
 import { CLOSE_SESSION_ENDED, changedFrame, Frame, SESSION_ENDED_REASON } from "./protocol";
 
 /**
@@ -83,10 +84,15 @@ export class LiveHub extends DurableObject<Bindings> {
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** A write to the account's notes has committed: every open socket is told to pull. */
-  changed(bookmark: string | null): void {
+  /**
+   * A write to the account's notes has committed: every open socket is told to pull. With none (the account
+   * was marked watched, but its sockets have gone), the mark goes, and later writes stop poking.
+   */
+  async changed(userId: number, bookmark: string | null): Promise<void> {
     const frame = changedFrame(bookmark);
-    for (const socket of this.openSockets()) socket.send(frame);
+    const sockets = this.openSockets();
+    for (const socket of sockets) socket.send(frame);
+    if (sockets.length === 0) await this.unwatchedIfIdle(userId);
   }
 
   /** Some of the account's sessions have ended (told by the accounts area after its write committed). */
@@ -101,12 +107,30 @@ export class LiveHub extends DurableObject<Bindings> {
   /**
    * The client closed: our end answers with the same code (one that may not be sent, such as 1005 or 1006, as 1000).
    */
-  override webSocketClose(socket: WebSocket, code: number): void {
+  override async webSocketClose(socket: WebSocket, code: number): Promise<void> {
     try {
       socket.close(code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000);
     } catch {
       // Closed already: the runtime answered it.
     }
+    await this.unwatchedIfIdle((socket.deserializeAttachment() as Attachment).userId);
+  }
+
+  /** A socket failed: as a close. */
+  override async webSocketError(socket: WebSocket): Promise<void> {
+    await this.unwatchedIfIdle((socket.deserializeAttachment() as Attachment).userId);
+  }
+
+  /**
+   * With no socket open and no ticket's place held, the account is no longer watched: its mark in D1 goes
+   * (watchers.ts says why a ticket handed out meanwhile keeps it), so its writes stop poking this hub.
+   */
+  private async unwatchedIfIdle(userId: number): Promise<void> {
+    const held = this.places().exec<{ n: number }>("SELECT count(*) AS n FROM places").one().n;
+    if (this.openSockets().length > 0 || held > 0) return;
+    await forgetWatchers(databaseOf(this.env.DB), userId, Date.now()).catch((err: unknown) =>
+      log.warn("live_unwatch_failed", { userId, ...describeError(err) }),
+    );
   }
 
   /** The hub reads nothing from a socket: ping is answered by the runtime, anything else is ignored. */

@@ -1,6 +1,7 @@
 import { createLogger, describeError } from "../lib/log";
-import type { NotesChanged } from "../notes/area";
+import type { NotesWatchers } from "../notes/area";
 import type { Bindings } from "../types";
+import { watching } from "./watchers";
 
 /**
  * What the other areas tell the live hubs, handed to them at wiring (index.ts): each tells the hub of one
@@ -13,16 +14,20 @@ export function hubOf(env: Bindings, userId: number) {
 }
 
 /**
- * Handed to the notes area (index.ts, `notesArea({ notesChanged })`): after a write to account `userId`'s notes
- * has committed (a create, a change, a deletion; not a replay, which writes nothing), every socket of the
- * account is told to pull, with the bookmark of the write.
+ * Handed to the notes area (index.ts, `notesArea({ watchers })`): each note write of an account reads whether
+ * anyone may be watching its notes (`watching`, in the write's own batch), and when so, once it has committed
+ * (a create, a change, a deletion; not a replay, which writes nothing), every socket of the account is told to
+ * pull, with the bookmark of the write.
  */
-export const notesChanged: NotesChanged = async (env, log, userId, bookmark) => {
-  try {
-    await hubOf(env, userId).changed(bookmark);
-  } catch (err) {
-    log.warn("live_poke_failed", { userId, ...describeError(err) });
-  }
+export const notesWatchers: NotesWatchers = {
+  watching,
+  async changed(env, log, userId, bookmark) {
+    try {
+      await hubOf(env, userId).changed(userId, bookmark);
+    } catch (err) {
+      log.warn("live_poke_failed", { userId, ...describeError(err) });
+    }
+  },
 };
 
 /**

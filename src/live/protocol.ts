@@ -4,6 +4,11 @@
  * source of truth, so a frame lost with a dropped connection loses nothing (the client pulls on `ready`).
  */
 
+import { SECOND } from "../lib/units";
+
+/** How long a ticket may wait for its socket: long enough for a slow network, short enough to be worthless in a log. */
+export const TICKET_TTL_MS = 30 * SECOND;
+
 /** The close code of a socket whose session has ended (logout, password change, …): log in again. */
 export const CLOSE_SESSION_ENDED = 4001;
 export const SESSION_ENDED_REASON = "session ended";

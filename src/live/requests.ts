@@ -1,6 +1,6 @@
+import { TICKET_TTL_MS } from "./protocol";
 import * as v from "valibot";
 import { LiveMessage } from "./messages";
-import { TICKET_TTL_MS } from "./tickets";
 import { SECOND } from "../lib/units";
 import { body } from "../lib/validation";
 

@@ -13,9 +13,9 @@ import type { AppEnv } from "../types";
 import { connectRequest } from "./hub";
 import { LiveMessage } from "./messages";
 import { hubOf } from "./notify";
-import { CLOSE_SESSION_ENDED, Frame } from "./protocol";
+import { CLOSE_SESSION_ENDED, Frame, TICKET_TTL_MS } from "./protocol";
 import { LiveQuery, type LiveTicketJson } from "./requests";
-import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT, TICKET_TTL_MS } from "./tickets";
+import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT } from "./tickets";
 
 /**
  * Live updates (docs/live.md): POST /changes/live-ticket and GET /changes/live, mounted at /changes next to

@@ -1,8 +1,8 @@
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 // A foreign key across areas, the one import of another area's table a schema file may make (docs/design.md, "Seams").
-import { sessions } from "../auth/schema";
+import { sessions, users } from "../auth/schema";
 
-/** The live-updates area's table. Only src/live/ names it. */
+/** The live-updates area's tables. Only src/live/ names them. */
 
 /**
  * A ticket that opens one live-updates WebSocket (src/live/tickets.ts): a browser cannot send a Bearer token
@@ -30,3 +30,16 @@ export const liveTickets = sqliteTable(
     index("live_tickets_expires_at").on(table.expiresAt),
   ],
 );
+
+/**
+ * The accounts whose notes someone may be watching (src/live/watchers.ts): a row from the moment a live ticket
+ * is handed out until the account's hub finds it has no socket and no ticket pending. A note write reads it in
+ * its own batch and pokes the hub only when it is there, so an account without sockets costs its writes no
+ * Durable Object request. `since`: when the last ticket was handed out (a hub removes only older rows).
+ */
+export const liveWatchers = sqliteTable("live_watchers", {
+  userId: integer("user_id")
+    .primaryKey()
+    .references(() => users.id, { onDelete: "cascade" }),
+  since: integer("since").notNull(),
+});

@@ -4,8 +4,9 @@ import { liveTickets } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import { sha256Hex } from "../lib/crypto";
 import { base64url } from "../lib/encoding";
-import { SECOND } from "../lib/units";
 import type { Database } from "../types";
+import { TICKET_TTL_MS } from "./protocol";
+import { markWatched } from "./watchers";
 
 /**
  * Tickets for the live-updates socket, the only SQL of `live_tickets`. A browser cannot put a Bearer token
@@ -14,9 +15,6 @@ import type { Database } from "../types";
  * bound to the session and user that asked, good for TICKET_TTL_MS, and used up by the one statement that
  * claims it, before anything else happens to the upgrade.
  */
-
-/** How long a ticket may wait for its socket: long enough for a slow network, short enough to be worthless in a log. */
-export const TICKET_TTL_MS = 30 * SECOND;
 
 /** A ticket as we hand them out: 16 random bytes, base64url. Anything else is no ticket of ours. */
 export const TICKET_FORMAT = /^[A-Za-z0-9_-]{22}$/;
@@ -31,25 +29,28 @@ export async function newTicket(): Promise<{ ticket: string; hash: string }> {
 export const hashOf = (ticket: string): Promise<string> => sha256Hex(ticket);
 
 /**
- * Stores the ticket for the caller's session, in one statement that selects the session: nothing is stored
- * once the session has ended. False then (a 401).
+ * Stores the ticket for the caller's session, in one transaction with the mark that the account is watched
+ * (watchers.ts), both selecting the session: nothing is stored once the session has ended. False then (a 401).
  */
 export async function issueTicket(db: Database, caller: AccessClaims, hash: string, now: number): Promise<boolean> {
   const session = liveSessionOf(db, caller, now);
-  const stored = await db
-    .insert(liveTickets)
-    .select(
-      // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
-      db
-        .select({
-          tokenHash: sql<string>`${hash}`.as("token_hash"),
-          sessionId: sql<string>`${caller.sessionId}`.as("session_id"),
-          userId: session.userId,
-          expiresAt: sql<number>`${now + TICKET_TTL_MS}`.as("expires_at"),
-        })
-        .from(session),
-    )
-    .returning({ tokenHash: liveTickets.tokenHash });
+  const [stored] = await db.batch([
+    db
+      .insert(liveTickets)
+      .select(
+        // Every column, in the table's order (drizzle's rule for INSERT … SELECT).
+        db
+          .select({
+            tokenHash: sql<string>`${hash}`.as("token_hash"),
+            sessionId: sql<string>`${caller.sessionId}`.as("session_id"),
+            userId: session.userId,
+            expiresAt: sql<number>`${now + TICKET_TTL_MS}`.as("expires_at"),
+          })
+          .from(session),
+      )
+      .returning({ tokenHash: liveTickets.tokenHash }),
+    markWatched(db, caller, now),
+  ]);
   return stored.length > 0;
 }
 

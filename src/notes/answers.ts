@@ -1,5 +1,6 @@
 import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Bound } from "../db/compiled";
 import { asCaller } from "./runner";
 import { etagListed, etagOf, listETag, readETags, readListVersion } from "./conditional";
 import { createOnce, IDEMPOTENT_REPLAYED_HEADER } from "./idempotency";
@@ -95,19 +96,30 @@ export async function listAnswer(c: Context<NotesEnv>, limit: number | undefined
 
 /** A create with an Idempotency-Key: the note created now, or the replay of the key's first answer. */
 export async function createdOnce(c: Context<NotesEnv>, key: string, title: string, content: string, now: number) {
-  const once = await createOnce(c.var.db, c.var.caller, key, title, content, now);
+  const { db, caller, watchers } = c.var;
+  const once = await createOnce(db, caller, key, title, content, now, caller && watchers.watching(caller.userId));
   if (once.outcome === "unauthorized") return notesUnauthorized(c);
   if (once.outcome === "mismatch") return c.json({ error: NoteMessage.idempotencyKeyReused }, 422);
   if (once.outcome === "in_progress") return c.json({ error: NoteMessage.idempotencyKeyInProgress }, 409);
   // A replay wrote nothing: nobody is told of it.
   if (once.outcome === "replayed") c.header(IDEMPOTENT_REPLAYED_HEADER, "true");
-  else tellWatchers(c);
+  else if (once.watched && caller) watchers.changed(caller.userId);
   c.header("ETag", etagOf(once.revision));
   return jsonText<NoteJson, 201>(c, once.body, 201);
 }
 
-/** After a write to the caller's notes committed: whoever watches the account hears of it. Public notes have no watchers. */
-export function tellWatchers(c: Context<NotesEnv>): void {
-  const { caller } = c.var;
-  if (caller) c.var.notesChanged(caller.userId);
+/**
+ * Runs a write for the caller, in one round trip with the check that the caller's session is live and, for a
+ * caller, whether anyone watches the account's notes (notes/area.ts); once it has written, they hear of it
+ * (public notes have no watchers). The write's rows (none: nothing was written), or undefined when the
+ * caller's session is not live.
+ */
+export async function written<Row>(c: Context<NotesEnv>, now: number, write: Bound<Row>): Promise<Row[] | undefined> {
+  const { db, caller, watchers } = c.var;
+  if (!caller) return asCaller(db, caller, now, write);
+  const done = await asCaller(db, caller, now, [write, watchers.watching(caller.userId)] as const);
+  if (!done) return undefined;
+  const [rows, watched] = done;
+  if (rows.length > 0 && watched.length > 0) watchers.changed(caller.userId);
+  return rows;
 }

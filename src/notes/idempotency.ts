@@ -44,8 +44,12 @@ export function requestHash(title: string, content: string): Promise<string> {
 }
 
 export type CreateOnce =
-  /** The note's 201 body: created now, or (`replayed`) by an earlier request with the key. */
-  | { outcome: "created" | "replayed"; body: string; revision: number }
+  /**
+   * The note's 201 body: created now (`watched`: the `alongside` statement answered a row), or (`replayed`) by
+   * an earlier request with the key.
+   */
+  | { outcome: "created"; body: string; revision: number; watched: boolean }
+  | { outcome: "replayed"; body: string; revision: number }
   /** The caller's session is not live: nothing was claimed or created. */
   | { outcome: "unauthorized" }
   /** The key was used with another request (422). */
@@ -62,7 +66,8 @@ export type CreateOnce =
  * 3. insert the note by selecting from the claim row carrying this request's token, so only the winner
  *    creates, and the note gets the claim's owner;
  * 4. store the answer (the note's JSON, written by SQLite) in the claim row;
- * 5. read the key's row, which tells this request whether it won, and what to replay otherwise.
+ * 5. read the key's row, which tells this request whether it won, and what to replay otherwise;
+ * and `alongside`, if given (whether the caller's notes are watched), whose rows say `watched`.
  * The claim, the note and the stored answer commit together or not at all: a crash or an error cannot
  * leave a claimed key without its note (which would answer 409 until it expires), nor a note without its
  * key (which a retry would create twice). So a repeat never sees the first request half done: it waits
@@ -75,6 +80,7 @@ export async function createOnce(
   title: string,
   content: string,
   now: number,
+  alongside?: Bound<unknown>,
 ): Promise<CreateOnce> {
   const values = { key, hash: await requestHash(title, content), claim: crypto.randomUUID(), title, content };
   const bind = <Row>(step: Step<Row>) => step(db, caller, now, values);
@@ -84,14 +90,16 @@ export async function createOnce(
     bind(insertClaimed),
     bind(storeAnswer),
     bind(readKey),
+    ...(alongside ? [alongside] : []),
   ]);
   if (!found) return { outcome: "unauthorized" };
   const [row] = found[4];
+  const watched = (found[5]?.length ?? 0) > 0;
 
   // The claim was made in this batch unless the key was taken, so a row is always there.
   if (!row) throw new Error("idempotency key row missing after its claim");
   if (row.claim === values.claim && row.response !== null)
-    return { outcome: "created", body: row.response, revision: row.revision ?? 0 };
+    return { outcome: "created", body: row.response, revision: row.revision ?? 0, watched };
   if (row.requestHash !== values.hash) return { outcome: "mismatch" };
   if (row.response === null) return { outcome: "in_progress" };
   return { outcome: "replayed", body: row.response, revision: row.revision ?? 0 };

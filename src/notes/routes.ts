@@ -28,7 +28,7 @@ import {
   notModified,
   preconditionFailed,
   searchAnswer,
-  tellWatchers,
+  written,
   whyNotWritten,
 } from "./answers";
 import { etagListed, etagOf, matches, readETags, writePrecondition } from "./conditional";
@@ -52,8 +52,9 @@ import {
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
 
-// Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
-// when notes are private (asCaller answers undefined when that session has ended: a 401).
+// Every handler makes one D1 round trip: its statement, batched with the check of the caller's session when
+// notes are private (asCaller answers undefined when that session has ended: a 401), and for a write the check
+// whether anyone watches the account's notes (written, answers.ts).
 export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(
@@ -176,9 +177,8 @@ export const notesApp = new Hono<AppEnv>()
       const now = Date.now();
       const key = parseIdempotencyKey(c.req.header(IDEMPOTENCY_KEY_HEADER));
       if (key !== undefined) return createdOnce(c, key, title, content, now);
-      const created = await asCaller(db, caller, now, insertNote(db, title, content, caller, now));
+      const created = await written(c, now, insertNote(db, title, content, caller, now));
       if (!created) return notesUnauthorized(c);
-      tellWatchers(c);
       return noteAnswer(c, created[0]!, 201);
     },
   )
@@ -260,17 +260,9 @@ export const notesApp = new Hono<AppEnv>()
           ? preconditionFailed(c, note.revision)
           : noteAnswer(c, note, 200);
       }
-      const updated = await asCaller(
-        db,
-        caller,
-        now,
-        updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch),
-      );
+      const updated = await written(c, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
       if (!updated) return notesUnauthorized(c);
-      if (updated[0]) {
-        tellWatchers(c);
-        return noteAnswer(c, updated[0], 200);
-      }
+      if (updated[0]) return noteAnswer(c, updated[0], 200);
       return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
     },
   )
@@ -298,12 +290,9 @@ export const notesApp = new Hono<AppEnv>()
       const { db, caller, config } = c.var;
       const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
       const now = Date.now();
-      const deleted = await asCaller(db, caller, now, deleteNote(db, id, caller, now, ifMatch));
+      const deleted = await written(c, now, deleteNote(db, id, caller, now, ifMatch));
       if (!deleted) return notesUnauthorized(c);
-      if (deleted[0]) {
-        tellWatchers(c);
-        return c.body(null, 204);
-      }
+      if (deleted[0]) return c.body(null, 204);
       return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
     },
   );

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
   account,
@@ -129,6 +130,120 @@ describe("live updates after a write", () => {
     const last = await phone.send("DELETE", `/notes/${id}`);
     expect(await live.frame(1)).toBe(changed(last.bookmark));
     expect(live.frames).toHaveLength(2);
+    live.socket.close(1000);
+  });
+});
+
+/** The worker's hub namespace (the real Durable Objects), counting the hubs a request asks for. */
+function countingHubs() {
+  const asked: string[] = [];
+  const hubs = new Proxy(env.LIVE_HUB, {
+    get(target, property) {
+      if (property === "get")
+        return (id: DurableObjectId) => {
+          asked.push(id.toString());
+          return target.get(id);
+        };
+      const value: unknown = Reflect.get(target, property);
+      if (typeof value !== "function") return value;
+      const bound: unknown = value.bind(target);
+      return bound;
+    },
+  });
+  return { asked, bindings: { ...PRIVATE_NOTES, LIVE_HUB: hubs } };
+}
+
+/** The account's mark of being watched (src/live/watchers.ts): when its last ticket was handed out, if any. */
+async function watchedSince(email: string): Promise<number | null> {
+  return env.DB.prepare("SELECT since FROM live_watchers WHERE user_id = (SELECT id FROM users WHERE email = ?)")
+    .bind(email)
+    .first<number>("since");
+}
+
+/** Moves the account's mark back by a minute: older than any ticket still usable. */
+async function ageMark(email: string) {
+  await env.DB.prepare(
+    "UPDATE live_watchers SET since = since - 60000 WHERE user_id = (SELECT id FROM users WHERE email = ?)",
+  )
+    .bind(email)
+    .run();
+}
+
+/** Waits until `check` holds, for at most 2 s. */
+async function eventually(check: () => Promise<boolean>) {
+  const deadline = Date.now() + 2_000;
+  while (!(await check()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return check();
+}
+
+describe("live updates cost nothing to an account without sockets", () => {
+  it("a create, an update and a delete of an account that never opened a socket ask no hub", async () => {
+    const { token } = await logIn(await account());
+    const hubs = countingHubs();
+    const send = (method: string, path: string, body?: unknown) =>
+      callWithEnv(hubs.bindings, method, path, body, bearer(token));
+    const created = await send("POST", "/notes", { title: "Quiet", content: "c" });
+    expect(created.status).toBe(201);
+    const { id } = v.parse(Note, await created.json());
+    expect((await send("PATCH", `/notes/${id}`, { content: "d" })).status).toBe(200);
+    expect((await send("DELETE", `/notes/${id}`)).status).toBe(204);
+    expect(hubs.asked).toEqual([]);
+  });
+
+  it("a ticket marks the account before its socket can open; once the last socket has closed, writes stop asking", async () => {
+    const email = await account();
+    const { token } = await logIn(email);
+    const live = await openLive(token);
+    expect(await watchedSince(email)).toEqual(expect.any(Number));
+    // A mark as old as no ticket still usable could be: the hub removes it when its last socket closes.
+    await ageMark(email);
+    live.socket.close(1000);
+    expect(await eventually(async () => (await watchedSince(email)) === null)).toBe(true);
+
+    const hubs = countingHubs();
+    const quiet = await callWithEnv(hubs.bindings, "POST", "/notes", { title: "Nobody", content: "c" }, bearer(token));
+    expect(quiet.status).toBe(201);
+    expect(hubs.asked).toEqual([]);
+
+    // A new ticket marks it again, and its socket hears the next write.
+    const again = await openLive(token);
+    const heard = await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "Heard", content: "c" }, bearer(token));
+    expect(await again.frame(1)).toBe(changed(heard.headers.get("x-d1-bookmark")!));
+    again.socket.close(1000);
+  });
+
+  it("a mark left behind costs one poke: the hub that finds no socket removes it", async () => {
+    const email = await account();
+    const { token } = await logIn(email);
+    const live = await openLive(token);
+    live.socket.close(1000);
+    await live.closed;
+    // The mark is newer than a ticket's life, so the close kept it (a ticket handed out meanwhile needs it).
+    expect(await watchedSince(email)).toEqual(expect.any(Number));
+    await ageMark(email);
+
+    const hubs = countingHubs();
+    const write = () => callWithEnv(hubs.bindings, "POST", "/notes", { title: "t", content: "c" }, bearer(token));
+    expect((await write()).status).toBe(201);
+    expect(hubs.asked).toHaveLength(1);
+    expect(await eventually(async () => (await watchedSince(email)) === null)).toBe(true);
+    expect((await write()).status).toBe(201);
+    expect(hubs.asked).toHaveLength(1);
+  });
+
+  it("a ticket handed out while the last socket closes keeps the account marked: its socket hears the next write, every time", async () => {
+    const email = await account();
+    const { token } = await logIn(email);
+    let live = await openLive(token);
+    for (let round = 0; round < 5; round++) {
+      // The mark is old, so the closing hub would remove it: the new ticket's mark is what must survive.
+      await ageMark(email);
+      const [next] = await Promise.all([openLive(token), Promise.resolve(live.socket.close(1000))]);
+      await live.closed;
+      const write = await callWithEnv(PRIVATE_NOTES, "POST", "/notes", { title: "t", content: "c" }, bearer(token));
+      expect(await next.frame(1)).toBe(changed(write.headers.get("x-d1-bookmark")!));
+      live = next;
+    }
     live.socket.close(1000);
   });
 });
