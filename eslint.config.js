@@ -220,7 +220,8 @@ export default defineConfig(
         "error",
         {
           // `LIMIT ${n}` in an sql`` template, not followed by an operator: a bare `LIMIT ?`.
-          selector: "TaggedTemplateExpression[tag.name='sql'] TemplateElement[value.raw=/\\bLIMIT\\s*$/i] + TemplateElement:not([value.raw=/^\\s*[-+*]/])",
+          selector:
+            "TaggedTemplateExpression[tag.name='sql'] TemplateElement[value.raw=/\\bLIMIT\\s*$/i] + TemplateElement:not([value.raw=/^\\s*[-+*]/])",
           message:
             'A bare bound LIMIT makes SQLite compile the statement again every time it is bound: write the value into an expression (`LIMIT ${n} + 1`) or use a constant (CONTRIBUTING.md, "A statement on a hot path").',
         },
