@@ -14,6 +14,16 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...(await sha256(text))].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
+/** 32 random bytes, base64url: a state, a nonce, a PKCE verifier. */
+export function randomToken(): string {
+  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+/** The PKCE S256 challenge of a verifier (RFC 7636): the base64url SHA-256 of its ASCII. */
+export async function pkceChallenge(verifier: string): Promise<string> {
+  return base64url(await sha256(verifier));
+}
+
 /** A new random identifier (a session, a device, a request): 128 bits from the runtime's CSPRNG, base64url. */
 export function randomId(): string {
   return base64url(crypto.getRandomValues(new Uint8Array(16)));

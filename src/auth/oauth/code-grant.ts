@@ -5,6 +5,7 @@ import {
   ProviderUnavailable,
   type AuthorizeRequest,
   type CodeCallback,
+  type ExchangeError,
   type IdTokenCheck,
   type IdTokenRules,
   type ProviderIdentity,
@@ -18,6 +19,22 @@ import {
  */
 export function requestOptions(url: string) {
   return { signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS), [oauth.allowInsecureRequests]: url.startsWith("http:") };
+}
+
+/**
+ * What a failed exchange tells the app: the provider refused the code (its OAuth error), or its answer did
+ * not check out (oauth4webapi's own errors), or anything else: the provider could not be reached or timed out.
+ */
+function exchangeError(err: unknown): ExchangeError {
+  if (err instanceof ConfigError) throw err;
+  if (err instanceof oauth.ResponseBodyError) return "invalid_grant";
+  const unusable = [
+    oauth.OperationProcessingError,
+    oauth.UnsupportedOperationError,
+    oauth.WWWAuthenticateChallengeError,
+    oauth.AuthorizationResponseError,
+  ];
+  return unusable.some((kind) => err instanceof kind) ? "invalid_token" : "temporarily_unavailable";
 }
 
 /**
@@ -74,7 +91,17 @@ export abstract class CodeGrantProvider implements SignInProvider {
     return url;
   }
 
-  async exchange(callback: CodeCallback): Promise<ProviderIdentity | undefined> {
+  async exchange(callback: CodeCallback) {
+    try {
+      const identity = await this.exchanged(callback);
+      if (identity) return { identity };
+      return { error: "invalid_token" as const, reason: "id_token or user API answer failed verification" };
+    } catch (err) {
+      return { error: exchangeError(err), reason: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  private async exchanged(callback: CodeCallback): Promise<ProviderIdentity | undefined> {
     const server = await this.server();
     const client = { client_id: this.settings.clientId };
     const auth = await this.clientAuthentication(server);

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { OAuthConfig } from "../../config";
+import type { OAuthConfig, OAuthProvider } from "../../config";
 import { json, ref, text } from "../../lib/describe";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
@@ -24,8 +24,13 @@ export function oauthSettings(c: Context<AppEnv>): OAuthConfig | undefined {
 }
 
 /** The path's provider, if it is one of OAUTH_PROVIDERS. */
-export function providerOf(c: Context<AppEnv>): SignInProvider | undefined {
-  const settings = oauthSettings(c)?.providers.get(c.req.param("provider") ?? "");
+function providerSettingsOf(c: Context<AppEnv>): OAuthProvider | undefined {
+  return oauthSettings(c)?.providers.get(c.req.param("provider") ?? "");
+}
+
+/** The path's provider, if it is one of OAUTH_PROVIDERS (loaded on first use, providers.ts). */
+export async function providerOf(c: Context<AppEnv>): Promise<SignInProvider | undefined> {
+  const settings = providerSettingsOf(c);
   return settings && signInProvider(settings);
 }
 
@@ -39,7 +44,7 @@ export const knownProvider = createMiddleware<AppEnv>(async (c, next) => {
     c.var.log.error("social_sign_in_unavailable", { errorName: "ConfigError", errorMessage: oauth.problem });
     return c.text(AuthMessage.socialSignInUnavailable, 503);
   }
-  if (!providerOf(c)) return c.text(AuthMessage.unknownProvider, 404);
+  if (!providerSettingsOf(c)) return c.text(AuthMessage.unknownProvider, 404);
   await next();
 });
 

@@ -73,7 +73,7 @@ export const nativeFlow = new Hono<AppEnv>().post(
   jsonBody(IdTokenBody),
   async (c) => {
     const { log } = c.var;
-    const provider = providerOf(c);
+    const provider = await providerOf(c);
     if (!provider) return unknownProviderAnswer(c);
     if (!provider.supportsIdTokens) return c.text(AuthMessage.noIdTokens, 404);
     const { name, clientId, audiences } = provider.settings;

@@ -17,10 +17,10 @@ export interface SignInProvider {
   authorizeUrl(request: AuthorizeRequest): Promise<URL>;
   /**
    * The identity the callback's code stands for: the code exchanged at the token endpoint with the service's
-   * PKCE verifier and client authentication, then the id_token or the user API; undefined when the answer
-   * does not check out. Throws oauth4webapi's errors, ProviderUnavailable, or a ConfigError (no client secret).
+   * PKCE verifier and client authentication, then the id_token or the user API; or the error to hand the app,
+   * with why. Throws a ConfigError (no client secret).
    */
-  exchange(callback: CodeCallback): Promise<ProviderIdentity | undefined>;
+  exchange(callback: CodeCallback): Promise<{ identity: ProviderIdentity } | { error: ExchangeError; reason: string }>;
   /** The identity of an id_token (the native flow). Throws ProviderUnavailable. */
   identity(idToken: string, rules: IdTokenRules): Promise<IdTokenCheck>;
 }
@@ -62,6 +62,12 @@ export interface IdTokenRules {
 }
 
 export type IdTokenCheck = { identity: ProviderIdentity } | { refused: "invalid" | "nonce"; reason?: string };
+
+/**
+ * The `error` the app is handed when the exchange fails: RFC 6749 codes, and `invalid_token` for a token that fails
+ * verification.
+ */
+export type ExchangeError = "invalid_grant" | "invalid_token" | "temporarily_unavailable";
 
 /** The provider could not be reached, or answered its metadata or keys with something unusable. */
 export class ProviderUnavailable extends Error {

@@ -1,6 +1,5 @@
 import { Hono } from "hono";
-import * as oauth from "oauth4webapi";
-import { sha256Hex } from "../../lib/crypto";
+import { pkceChallenge, sha256Hex } from "../../lib/crypto";
 import { badJson, describeRoute, text } from "../../lib/describe";
 import { SECOND } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
@@ -42,7 +41,7 @@ export const tokenExchange = new Hono<AppEnv>().post(
     const { db, log } = c.var;
     const claimed = await claimLoginCode(db, await sha256Hex(code), Date.now());
     if (!claimed) return c.text(AuthMessage.invalidLoginCode, 401);
-    if ((await oauth.calculatePKCECodeChallenge(verifier)) !== claimed.codeChallenge) {
+    if ((await pkceChallenge(verifier)) !== claimed.codeChallenge) {
       log.warn("oauth_code_verifier_mismatch", { userId: claimed.userId });
       return c.text(AuthMessage.invalidLoginCode, 401);
     }

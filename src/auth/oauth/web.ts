@@ -1,6 +1,5 @@
 import { Hono, type Context } from "hono";
-import * as oauth from "oauth4webapi";
-import { sha256Hex } from "../../lib/crypto";
+import { pkceChallenge, randomToken, sha256Hex } from "../../lib/crypto";
 import { describeRoute, text, throttled } from "../../lib/describe";
 import { base64url } from "../../lib/encoding";
 import { clientRateLimit } from "../../lib/request-limits";
@@ -19,7 +18,6 @@ import {
   providerOf,
   unknownProviderAnswer,
 } from "./common";
-import { exchangeCode } from "./exchange";
 import { ProviderUnavailable } from "./provider";
 import { resolveAccount } from "./resolve";
 import { claimState, saveLoginCode, saveState, type OAuthState } from "./store";
@@ -51,7 +49,7 @@ const providerError = (error: string) => (/^[A-Za-z0-9_.-]{1,64}$/.test(error) ?
 
 async function callback(c: Context<AppEnv>, params: URLSearchParams) {
   const { db, log } = c.var;
-  const provider = providerOf(c);
+  const provider = await providerOf(c);
   if (!provider) return unknownProviderAnswer(c);
   const { name } = provider.settings;
   const now = Date.now();
@@ -61,14 +59,18 @@ async function callback(c: Context<AppEnv>, params: URLSearchParams) {
   const error = params.get("error");
   if (error !== null) return toApp(c, state, { error: providerError(error) });
   if (!params.get("code")) return toApp(c, state, { error: "invalid_request" });
-  const exchanged = await exchangeCode(log, provider, {
+  const exchanged = await provider.exchange({
     params,
     stateValue,
     codeVerifier: state.codeVerifier,
     nonce: state.nonce,
     callbackUrl: callbackUrl(c, name),
   });
-  if ("error" in exchanged) return toApp(c, state, { error: exchanged.error });
+  if ("error" in exchanged) {
+    const { error, reason } = exchanged;
+    log.warn("oauth_exchange_failed", { provider: name, error, reason });
+    return toApp(c, state, { error });
+  }
   const resolved = await resolveAccount(c, provider.settings, exchanged.identity, now);
   if ("refused" in resolved) return toApp(c, state, { error: resolved.refused });
   const code = base64url(crypto.getRandomValues(new Uint8Array(32)));
@@ -142,22 +144,18 @@ export const webFlow = new Hono<AppEnv>()
     queryParams(AuthorizeQuery),
     async (c) => {
       const { db } = c.var;
-      const provider = providerOf(c);
+      const provider = await providerOf(c);
       if (!provider) return unknownProviderAnswer(c);
       const { redirect_uri: redirectUri, code_challenge: codeChallenge, state: appState } = c.req.valid("query");
       if (!oauthSettings(c)?.redirectUrls.includes(redirectUri)) return c.text(AuthMessage.redirectUriNotAllowed, 400);
       const { name, clientSecret } = provider.settings;
       if (!clientSecret) return c.text(AuthMessage.noWebSignIn, 404);
-      const [state, codeVerifier, nonce] = [
-        oauth.generateRandomState(),
-        oauth.generateRandomCodeVerifier(),
-        oauth.generateRandomNonce(),
-      ];
+      const [state, codeVerifier, nonce] = [randomToken(), randomToken(), randomToken()];
       const request = {
         callbackUrl: callbackUrl(c, name),
         state,
         nonce,
-        codeChallenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+        codeChallenge: await pkceChallenge(codeVerifier),
       };
       const url = await provider.authorizeUrl(request).catch((err: unknown) => {
         if (err instanceof ProviderUnavailable) return undefined;

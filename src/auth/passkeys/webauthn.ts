@@ -1,18 +1,6 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticatorTransport,
-} from "@simplewebauthn/server";
-import {
-  decodeAttestationObject,
-  decodeClientDataJSON,
-  isoBase64URL,
-  parseAuthenticatorData,
-} from "@simplewebauthn/server/helpers";
+import type { AuthenticatorTransport } from "@simplewebauthn/server";
 import type { WebAuthnConfig } from "../../config";
-import { base64url } from "../../lib/encoding";
+import { base64url, fromBase64url } from "../../lib/encoding";
 import type { CreationOptionsJson, PasskeyRefusalReason, RequestOptionsJson } from "../shapes";
 import type { AuthenticationResponseInput, RegistrationResponseInput } from "./credential-json";
 
@@ -22,6 +10,13 @@ import type { AuthenticationResponseInput, RegistrationResponseInput } from "./c
  * already claimed (store.ts); nothing here touches the database. The options are copied field by field into
  * our documented shapes, so the API answers what /openapi.json says whatever a later version adds.
  */
+
+/**
+ * The library, loaded on the isolate's first ceremony, not before every other request's first answer
+ * (docs/performance.md, "Startup"): it is half the bundle.
+ */
+const library = () => import("@simplewebauthn/server");
+const helpers = () => import("@simplewebauthn/server/helpers");
 
 /** The algorithms a new passkey may use, in our order of preference: ES256, EdDSA, RS256 (COSE ids). */
 const PASSKEY_ALGORITHMS = [-7, -8, -257];
@@ -38,7 +33,8 @@ export function randomBase64url(): string {
 /** The challenge a response's clientDataJSON echoes; undefined when it is not client data at all. */
 export function challengeOf(clientDataJSON: string): string | undefined {
   try {
-    const { challenge } = decodeClientDataJSON(clientDataJSON);
+    const data: unknown = JSON.parse(new TextDecoder().decode(fromBase64url(clientDataJSON)));
+    const challenge = typeof data === "object" && data !== null && "challenge" in data ? data.challenge : undefined;
     return typeof challenge === "string" && challenge !== "" ? challenge : undefined;
   } catch {
     return undefined;
@@ -60,13 +56,14 @@ export async function creationOptions(
   challenge: string,
   timeoutMs: number,
 ): Promise<CreationOptionsJson> {
+  const { generateRegistrationOptions } = await library();
   const options = await generateRegistrationOptions({
     rpName: rp.rpName,
     rpID: rp.rpId,
     userName: account.email,
     userDisplayName: account.email,
-    userID: isoBase64URL.toBuffer(account.handle),
-    challenge: isoBase64URL.toBuffer(challenge),
+    userID: fromBase64url(account.handle),
+    challenge: fromBase64url(challenge),
     timeout: timeoutMs,
     attestationType: "none",
     excludeCredentials: account.exclude.map(({ credentialId, transports }) => ({
@@ -99,9 +96,10 @@ export async function requestOptions(
   challenge: string,
   timeoutMs: number,
 ): Promise<RequestOptionsJson> {
+  const { generateAuthenticationOptions } = await library();
   const options = await generateAuthenticationOptions({
     rpID: rp.rpId,
-    challenge: isoBase64URL.toBuffer(challenge),
+    challenge: fromBase64url(challenge),
     timeout: timeoutMs,
     userVerification: "required",
   });
@@ -135,12 +133,11 @@ async function sameBytes(a: Uint8Array, text: string): Promise<boolean> {
  * another origin, another RP ID, no user verification. Undefined when none applies.
  */
 async function namedRefusal(rp: WebAuthnConfig, response: RegistrationResponseInput): Promise<Refused | undefined> {
+  const { decodeAttestationObject, decodeClientDataJSON, parseAuthenticatorData } = await helpers();
   try {
     const { origin } = decodeClientDataJSON(response.response.clientDataJSON);
     if (!rp.origins.includes(origin)) return { refused: "origin", detail: `origin ${origin}` };
-    const authData = decodeAttestationObject(isoBase64URL.toBuffer(response.response.attestationObject)).get(
-      "authData",
-    );
+    const authData = decodeAttestationObject(fromBase64url(response.response.attestationObject)).get("authData");
     const { rpIdHash, flags } = parseAuthenticatorData(authData);
     if (!(await sameBytes(rpIdHash, rp.rpId)))
       return { refused: "rp_id", detail: "RP ID hash of another relying party" };
@@ -161,6 +158,7 @@ export async function checkRegistration(
   if (named) return named;
   const transports = (response.response.transports ?? []).filter(isTransport);
   try {
+    const { verifyRegistrationResponse } = await library();
     const { verified, registrationInfo } = await verifyRegistrationResponse({
       response: {
         ...response,
@@ -179,7 +177,7 @@ export async function checkRegistration(
     return {
       credential: {
         credentialId: credential.id,
-        publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+        publicKey: base64url(credential.publicKey),
         counter: credential.counter,
         backedUp: credentialBackedUp,
         transports,
@@ -218,6 +216,7 @@ export async function checkAssertion(
   stored: StoredCredential,
 ): Promise<Asserted | { refused: string }> {
   try {
+    const { verifyAuthenticationResponse } = await library();
     const { verified, authenticationInfo } = await verifyAuthenticationResponse({
       response: {
         ...response,
@@ -230,7 +229,7 @@ export async function checkAssertion(
       expectedRPID: rp.rpId,
       credential: {
         id: stored.credentialId,
-        publicKey: isoBase64URL.toBuffer(stored.publicKey),
+        publicKey: fromBase64url(stored.publicKey),
         counter: stored.counter,
       },
       requireUserVerification: true,
