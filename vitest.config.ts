@@ -58,25 +58,6 @@ function withoutDanglingSourceMaps(): Plugin {
   };
 }
 
-/**
- * The suite's D1 databases beside wrangler.toml's DB. EMPTY_DB is never migrated: a real D1 whose tables are
- * missing. LIST_DB belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
- * table mid-response, which the shared DB cannot do without disturbing other tests.
- * SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
- * migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
- * the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
- * belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
- * MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
- */
-const D1_DATABASES = {
-  EMPTY_DB: "empty-db",
-  LIST_DB: "list-db",
-  SEARCH_DB: "search-db",
-  BUDGET_DB: "budget-db",
-  MAIL_DB: "mail-db",
-  MIGRATION_DB: "migration-db",
-};
-
 export default defineConfig(async () => {
   // The real drizzle-kit migrations, applied by test/apply-migrations.ts in the Workers runtime.
   const migrations = await readD1Migrations("./drizzle");
@@ -93,11 +74,24 @@ export default defineConfig(async () => {
           // every non-ASCII header value a test sends on purpose. WORKERD_VERBOSE=1 turns it back on for debugging.
           verbose: process.env.WORKERD_VERBOSE === "1",
           miniflare: {
-            d1Databases: D1_DATABASES,
+            // A second, never-migrated database: a real D1 whose tables are missing. A third, LIST_DB,
+            // belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
+            // table mid-response, which the shared DB cannot do without disturbing other tests.
+            // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
+            // migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
+            // the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
+            // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
+            // MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
+            d1Databases: {
+              EMPTY_DB: "empty-db",
+              LIST_DB: "list-db",
+              SEARCH_DB: "search-db",
+              BUDGET_DB: "budget-db",
+              MAIL_DB: "mail-db",
+              MIGRATION_DB: "migration-db",
+            },
             bindings: overDefaults({
               TEST_MIGRATIONS: migrations,
-              // Every D1 database of the runtime (wrangler.toml's DB and the above), emptied before each file.
-              TEST_DATABASES: ["DB", ...Object.keys(D1_DATABASES)],
               SMTP: smtp,
               SMTP_HOST: "127.0.0.1",
               SMTP_PORT: String(smtp.ports.mailbox),
@@ -151,7 +145,7 @@ export default defineConfig(async () => {
       silent: "passed-only" as const,
       // One Workers runtime per vitest worker, reused by every file that worker runs, instead of one per file:
       // starting a runtime and loading the app's ~600 modules into it took longer than most files' tests. Each
-      // file still starts from empty, freshly migrated databases (test/apply-migrations.ts).
+      // file still starts from empty storage and a freshly migrated DB (test/apply-migrations.ts).
       isolate: false,
     },
   };

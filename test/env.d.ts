@@ -6,8 +6,6 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
-      /** The names of every D1 database binding, which test/apply-migrations.ts empties before each file. */
-      TEST_DATABASES: string[];
       /** wrangler.toml's [vars], and the names of the bindings vitest.config.ts sets over them. */
       TEST_VARS: { defaults: Record<string, string>; own: string[] };
       SMTP: SmtpFixture;
