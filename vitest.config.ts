@@ -1,7 +1,9 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import * as v from "valibot";
 import { unstable_readConfig } from "wrangler";
-import { defineConfig } from "vitest/config";
+import { defineConfig, type Plugin } from "vitest/config";
 
 /**
  * The plugin loads a developer's `.dev.vars` over wrangler.toml's [vars], as `wrangler dev` does, and the
@@ -15,16 +17,62 @@ function overDefaults<T extends Record<string, unknown>>(own: T) {
   return { ...defaults, ...own, TEST_VARS: { defaults, own: Object.keys(own) } };
 }
 
+/**
+ * The secrets wrangler.toml's [secrets] requires. They go in as bindings like the rest; wrangler also checks each
+ * runtime start that it found them where it looks for local secrets itself (`.dev.vars`, `.env`, else the process
+ * environment) and warns when it did not, so a run without a `.dev.vars` (CI, a fresh clone) hands them to it
+ * through the process environment. A developer's `.dev.vars` or shell keeps precedence there; the bindings win.
+ */
+const SECRETS = {
+  JWT_SECRET_KEY: "test-secret-0123456789abcdef0123456789",
+  MAIL_EMAIL: "sender@notes.test",
+  MAIL_APP_PASSWORD: "abcdefghijklmnop",
+};
+for (const [name, value] of Object.entries(SECRETS)) process.env[name] ??= value;
+
+/**
+ * Loads a dependency whose published source map names sources its package does not ship (oauth4webapi's points at
+ * ../src/index.ts) without that map, as the built file it is; Vite would otherwise warn that the map "points to
+ * missing source files". Stack traces into such a dependency show its built code either way.
+ */
+function withoutDanglingSourceMaps(): Plugin {
+  const comment = /\n\/\/# sourceMappingURL=(?!data:)(\S+)\s*$/;
+  return {
+    name: "without-dangling-source-maps",
+    enforce: "pre",
+    load(id) {
+      const file = id.split("?")[0]!;
+      if (!file.includes("/node_modules/") || !/\.[cm]?js$/.test(file) || !existsSync(file)) return null;
+      const code = readFileSync(file, "utf8");
+      const found = comment.exec(code);
+      const mapFile = found ? resolve(dirname(file), found[1]!) : undefined;
+      if (!found || !mapFile || !existsSync(mapFile)) return null;
+      const map = v.parse(
+        v.object({ sourceRoot: v.optional(v.string()), sources: v.array(v.string()) }),
+        JSON.parse(readFileSync(mapFile, "utf8")),
+      );
+      const root = resolve(dirname(mapFile), map.sourceRoot ?? "");
+      if (map.sources.every((source) => existsSync(resolve(root, source)))) return null;
+      return { code: code.slice(0, found.index), map: null };
+    },
+  };
+}
+
 export default defineConfig(async () => {
   // The real drizzle-kit migrations, applied by test/apply-migrations.ts in the Workers runtime.
   const migrations = await readD1Migrations("./drizzle");
   return {
     plugins: [
+      withoutDanglingSourceMaps(),
       cloudflareTest(({ inject }) => {
         const smtp = inject("smtp");
         const oauth = inject("oauth");
         return {
           wrangler: { configPath: "./wrangler.toml" },
+          // Off: at its verbose level the runtime logs every failed outbound fetch as an "uncaught exception" with
+          // a stack dump, even one the worker catches (the tests of an unreachable provider or siteverify), and
+          // every non-ASCII header value a test sends on purpose. WORKERD_VERBOSE=1 turns it back on for debugging.
+          verbose: process.env.WORKERD_VERBOSE === "1",
           miniflare: {
             // A second, never-migrated database: a real D1 whose tables are missing. A third, LIST_DB,
             // belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
@@ -50,10 +98,8 @@ export default defineConfig(async () => {
               SMTP_PORT: String(smtp.ports.mailbox),
               SMTP_SECURE: "false",
               SMTP_TIMEOUT_MS: "1500",
-              MAIL_EMAIL: "sender@notes.test",
-              MAIL_APP_PASSWORD: "abcdefghijklmnop",
+              ...SECRETS,
               MAIL_FROM_NAME: "Notes API Test",
-              JWT_SECRET_KEY: "test-secret-0123456789abcdef0123456789",
               // Low cost keeps the suite fast; production reads BCRYPT_COST (default 10).
               BCRYPT_COST: "4",
               // The per-client limiter is tested on its own (test/lib/guards.test.ts) with RATE_LIMITS on.
@@ -98,6 +144,10 @@ export default defineConfig(async () => {
       setupFiles: ["./test/apply-migrations.ts"],
       // The app logs one JSON line per event; show them only for failing tests.
       silent: "passed-only" as const,
+      // One Workers runtime per vitest worker, reused by every file that worker runs, instead of one per file:
+      // starting a runtime and loading the app's ~600 modules into it took longer than most files' tests. Each
+      // file still starts from empty storage and a freshly migrated DB (test/apply-migrations.ts).
+      isolate: false,
     },
   };
 });

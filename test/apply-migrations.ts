@@ -1,5 +1,30 @@
-import { applyD1Migrations } from "cloudflare:test";
+import { reset } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 
-// Setup files may run more than once; applyD1Migrations skips migrations already applied.
-await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+/**
+ * Runs before each test file. The files of a vitest worker share one Workers runtime (`isolate: false` in
+ * vitest.config.ts), so each file first gets back the storage a runtime of its own would give it: `reset()`
+ * deletes the data of every binding (each D1 database, tables included, and every Durable Object: the live hubs
+ * and their sockets), then DB is migrated with the real migrations. About 0.1 s a file.
+ */
+
+/**
+ * What `applyD1Migrations` from cloudflare:test does to an empty database (the same `d1_migrations` table, the
+ * same rows, so a test may still call it), in one batch instead of one per migration.
+ */
+async function migrate(db: D1Database): Promise<void> {
+  const record = db.prepare("INSERT INTO d1_migrations (name) VALUES (?)");
+  await db.batch([
+    db.prepare(
+      "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, " +
+        "applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)",
+    ),
+    ...env.TEST_MIGRATIONS.flatMap((migration) => [
+      ...migration.queries.map((query) => db.prepare(query)),
+      record.bind(migration.name),
+    ]),
+  ]);
+}
+
+await reset();
+await migrate(env.DB);
