@@ -8,7 +8,7 @@ import { defineConfig, type Plugin } from "vitest/config";
 /**
  * The plugin loads a developer's `.dev.vars` over wrangler.toml's [vars], as `wrangler dev` does, and the
  * tests must not depend on it: every var of wrangler.toml goes in as a binding, which wins over it, then the
- * suite's own bindings. TEST_VARS tells test/config.test.ts which is which.
+ * suite's own bindings. TEST_VARS tells test/config/index.test.ts which is which.
  */
 function overDefaults<T extends Record<string, unknown>>(own: T) {
   // wrangler's Config type comes from a package it does not ship: the vars are checked here instead.
@@ -78,9 +78,9 @@ export default defineConfig(async () => {
             // belongs to test/notes/list.test.ts alone: it holds an exact set of notes and loses its
             // table mid-response, which the shared DB cannot do without disturbing other tests.
             // SEARCH_DB belongs to test/notes/search.test.ts: it is migrated in steps, to see the search
-            // migration index the notes written before it. BUDGET_DB belongs to test/auth/code-budget.test.ts:
+            // migration index the notes written before it. BUDGET_DB belongs to test/auth/limits/code-budget.test.ts:
             // the deployment-wide counter it exhausts must not refuse the codes of every other test. MAIL_DB
-            // belongs to test/auth/mail-budget.test.ts for the same reason (the deployment's mail budget).
+            // belongs to test/auth/limits/mail-budget.test.ts for the same reason (the deployment's mail budget).
             // MIGRATION_DB belongs to test/db/migrations.test.ts: migrated in steps, with rows written between them.
             d1Databases: {
               EMPTY_DB: "empty-db",
@@ -102,9 +102,9 @@ export default defineConfig(async () => {
               MAIL_FROM_NAME: "Notes API Test",
               // Low cost keeps the suite fast; production reads BCRYPT_COST (default 10).
               BCRYPT_COST: "4",
-              // The per-client limiter is tested on its own (test/lib/guards.test.ts) with RATE_LIMITS on.
+              // The per-client limiter is tested on its own (test/lib/request-limits.test.ts) with RATE_LIMITS on.
               RATE_LIMITS: "off",
-              // The suite mails far more than a deployment's default budget; test/auth/mail-budget.test.ts
+              // The suite mails far more than a deployment's default budget; test/auth/limits/mail-budget.test.ts
               // tests the budget on a database of its own (MAIL_DB).
               MAIL_HOURLY_LIMIT: "1000000",
               MAIL_DAILY_LIMIT: "1000000",

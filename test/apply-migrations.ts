@@ -9,22 +9,31 @@ import { env } from "cloudflare:workers";
  */
 
 /**
- * What `applyD1Migrations` from cloudflare:test does to an empty database (the same `d1_migrations` table, the
- * same rows, so a test may still call it), in one batch instead of one per migration.
+ * What `applyD1Migrations` from cloudflare:test does (the same `d1_migrations` table, the same rows, so a test may
+ * still call it), in one batch instead of one per migration: the migrations not applied yet.
  */
 async function migrate(db: D1Database): Promise<void> {
-  const record = db.prepare("INSERT INTO d1_migrations (name) VALUES (?)");
-  await db.batch([
-    db.prepare(
+  await db
+    .prepare(
       "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, " +
         "applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)",
-    ),
-    ...env.TEST_MIGRATIONS.flatMap((migration) => [
+    )
+    .run();
+  const applied = new Set(
+    (await db.prepare("SELECT name FROM d1_migrations").all<{ name: string }>()).results.map((row) => row.name),
+  );
+  const missing = env.TEST_MIGRATIONS.filter((migration) => !applied.has(migration.name));
+  if (missing.length === 0) return;
+  const record = db.prepare("INSERT INTO d1_migrations (name) VALUES (?)");
+  await db.batch([
+    ...missing.flatMap((migration) => [
       ...migration.queries.map((query) => db.prepare(query)),
       record.bind(migration.name),
     ]),
   ]);
 }
 
+// Work the previous file left running (a hub's D1 write after its last socket closed) can keep its database
+// alive through the reset: migrate applies only what is missing, as applyD1Migrations does.
 await reset();
 await migrate(env.DB);

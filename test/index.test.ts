@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../src/auth/messages";
-import { call, callWithEnv, JSON_TYPE, PASSWORD, TEXT, textOf, verifiedAccount } from "./helpers";
+import { verifiedAccount } from "./support/accounts";
+import { call, callWithEnv, JSON_TYPE, PASSWORD, TEXT, textOf } from "./support/app";
 
 function captureErrorLogs() {
   const lines: string[] = [];

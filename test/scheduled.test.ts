@@ -4,11 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DAY, MINUTE } from "../src/lib/units";
 import {
   account,
-  count,
-  fireCron,
   logIn,
   quietRegister,
-  randomEmail,
   resetCode,
   sessionIdOf,
   setUser,
@@ -16,10 +13,9 @@ import {
   storedSession,
   type StoredSession,
   storedUser,
-  TEXT,
-  textOf,
   verifiedAccount,
-} from "./helpers";
+} from "./support/accounts";
+import { count, fireCron, randomEmail, TEXT, textOf } from "./support/app";
 import { Contract } from "./contract";
 
 async function setSession(id: string, columns: Partial<StoredSession>): Promise<void> {

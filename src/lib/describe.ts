@@ -7,7 +7,7 @@ import { BodyMessage } from "./http";
  * Routes that document themselves: each route carries its OpenAPI operation in its own chain,
  * `.post("/login", describeRoute({...}), jsonBody(LoginBody), handler)`, and openapi.ts builds the document
  * by walking the app's registered routes. A route without a description is missing from /openapi.json,
- * which test/docs.test.ts catches. Below are the fragments operations share, written once.
+ * which test/openapi/routes.test.ts catches. Below are the fragments operations share, written once.
  */
 
 export type Json = Record<string, unknown>;

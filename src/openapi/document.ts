@@ -23,7 +23,7 @@ import { operationOf, schemaOf, type Json, type Operation } from "../lib/describ
  * The OpenAPI 3.1 document of the whole API. Only what is global lives here (info, shared schemas, the
  * bookmark parameter, security schemes); each operation is described beside its handler (describeRoute)
  * and collected from the app's registered routes, with its request body or query schema taken from the
- * validator that checks it. test/docs.test.ts checks that every route the app serves is documented.
+ * validator that checks it. test/openapi/routes.test.ts checks that every route the app serves is documented.
  */
 
 /** A route as Hono registers it: every handler of a chain (middleware included) is one entry. */

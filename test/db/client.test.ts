@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { requestSession } from "../../src/db/client";
-import { bearer, call, callWithEnv, JSON_TYPE, jsonOf, logIn, TEXT, textOf, verifiedAccount } from "../helpers";
+import { bearer, logIn, verifiedAccount } from "../support/accounts";
+import { call, callWithEnv, JSON_TYPE, jsonOf, TEXT, textOf } from "../support/app";
 
 /** D1 read replication: every request runs in a D1 session, and the client carries the bookmark. */
 

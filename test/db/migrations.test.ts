@@ -6,7 +6,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { hashPassword } from "../../src/lib/password";
 import { seal } from "../../src/lib/secret-box";
 import { newTotpSecret, stepAt, totpAt } from "../../src/lib/totp";
-import { callWithEnv, PASSWORD, randomEmail } from "../helpers";
+import { callWithEnv, PASSWORD, randomEmail } from "../support/app";
 
 /**
  * Migrations that move rows, run in steps on a database of their own (MIGRATION_DB): the rows are written

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, JSON_TYPE, jsonOf, PASSWORD, randomEmail, storedUser, TEXT, textOf } from "../helpers";
+import { storedUser } from "../support/accounts";
+import { call, JSON_TYPE, jsonOf, PASSWORD, randomEmail, TEXT, textOf } from "../support/app";
 
 afterEach(() => {
   vi.restoreAllMocks();

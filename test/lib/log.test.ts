@@ -1,15 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { describeError, maskEmails } from "../../src/lib/log";
-import {
-  call,
-  callWithEnv,
-  captureLogs,
-  PASSWORD,
-  randomEmail,
-  register,
-  storedCode,
-  verifiedAccount,
-} from "../helpers";
+import { register, storedCode, verifiedAccount } from "../support/accounts";
+import { call, callWithEnv, captureLogs, PASSWORD, randomEmail } from "../support/app";
 
 afterEach(() => {
   vi.restoreAllMocks();

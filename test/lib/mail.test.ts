@@ -6,22 +6,9 @@ import { createLogger } from "../../src/lib/log";
 import { sendEmail, type Mailer } from "../../src/lib/mail";
 import { isLoopbackHost, withAsciiDomain } from "../../src/lib/smtp";
 import { Contract } from "../contract";
-import {
-  call,
-  callWithEnv,
-  captureLogs,
-  mailsTo,
-  PASSWORD,
-  randomEmail,
-  register,
-  smtpCommands,
-  smtpConnections,
-  smtpPort,
-  storedCode,
-  storedUser,
-  TEXT,
-  textOf,
-} from "../helpers";
+import { register, storedCode, storedUser } from "../support/accounts";
+import { call, callWithEnv, captureLogs, PASSWORD, randomEmail, TEXT, textOf } from "../support/app";
+import { mailsTo, smtpCommands, smtpConnections, smtpPort } from "../support/mail";
 import type { SmtpPeer } from "../smtp/types";
 
 afterEach(() => {

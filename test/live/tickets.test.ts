@@ -5,26 +5,10 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { LiveMessage } from "../../src/live/messages";
 import { hubOf } from "../../src/live/notify";
 import { NoteMessage } from "../../src/notes/messages";
-import {
-  account,
-  acceptLive,
-  bearer,
-  call,
-  callWithEnv,
-  error,
-  fireCron,
-  jsonOf,
-  JSON_TYPE,
-  liveTicket,
-  logIn,
-  openLive,
-  PRIVATE_NOTES,
-  sessionIdOf,
-  storedUser,
-  tally,
-  upgrade,
-  within,
-} from "../helpers";
+import { account, bearer, logIn, sessionIdOf, storedUser } from "../support/accounts";
+import { call, callWithEnv, fireCron, jsonOf, JSON_TYPE, tally, within } from "../support/app";
+import { acceptLive, liveTicket, openLive, upgrade } from "../support/live";
+import { error, PRIVATE_NOTES } from "../support/notes";
 
 /**
  * POST /changes/live-ticket (src/live/routes.ts, src/live/tickets.ts) and the socket cap held by the hub

@@ -4,18 +4,9 @@ import { describe, expect, it } from "vitest";
 import { caughtUp, cursorOf, MAX_CHANGES_PAGE } from "../../src/notes/changes";
 import { NoteMessage } from "../../src/notes/messages";
 import { DAY } from "../../src/lib/units";
-import {
-  call,
-  callWithEnv,
-  error,
-  fireCron,
-  jsonOf,
-  logIn,
-  Note,
-  PASSWORD,
-  storedUser,
-  verifiedAccount,
-} from "../helpers";
+import { logIn, storedUser, verifiedAccount } from "../support/accounts";
+import { call, callWithEnv, fireCron, jsonOf, PASSWORD } from "../support/app";
+import { error, Note } from "../support/notes";
 
 /**
  * The changes feed (src/notes/changes.ts), each test with NOTES_AUTH=required and users of its own, so the

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { NoteMessage } from "../../src/notes/messages";
 import { Contract } from "../contract";
-import { call, callWithEnv, error, jsonOf, logIn, Note, tally, verifiedAccount } from "../helpers";
+import { logIn, verifiedAccount } from "../support/accounts";
+import { call, callWithEnv, jsonOf, tally } from "../support/app";
+import { error, Note } from "../support/notes";
 
 /**
  * Revisions and conditional requests on notes (src/notes/conditional.ts): ETags, If-None-Match, If-Match

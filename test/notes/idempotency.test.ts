@@ -3,20 +3,9 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { DAY } from "../../src/lib/units";
 import { requestHash } from "../../src/notes/idempotency";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  error,
-  fireCron,
-  JSON_TYPE,
-  jsonOf,
-  logIn,
-  Note,
-  storedUser,
-  tally,
-  verifiedAccount,
-} from "../helpers";
+import { bearer, logIn, storedUser, verifiedAccount } from "../support/accounts";
+import { call, callWithEnv, fireCron, JSON_TYPE, jsonOf, tally } from "../support/app";
+import { error, Note } from "../support/notes";
 
 /** POST /notes with an Idempotency-Key: each request created once, repeats answered from what was stored. */
 

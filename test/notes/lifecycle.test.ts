@@ -11,7 +11,9 @@ import { databaseOf } from "../../src/db/client";
 import { loginFailures, users } from "../../src/auth/schema";
 import { DAY, MINUTE } from "../../src/lib/units";
 import { accountNotesDeletion, notesCleanUp, type CleanUpStatement } from "../../src/notes/lifecycle";
-import { callWithEnv, count, logIn, Note, sessionIdOf, storedUser, verifiedAccount } from "../helpers";
+import { logIn, sessionIdOf, storedUser, verifiedAccount } from "../support/accounts";
+import { callWithEnv, count } from "../support/app";
+import { Note } from "../support/notes";
 
 const db = databaseOf(env.DB);
 

@@ -7,7 +7,7 @@ import { rowsOf } from "../../src/db/compiled";
 import { LIST_ABORTED, listNotes } from "../../src/notes/list";
 import { chunkQuery, EVERY_ID } from "../../src/notes/list-queries";
 import { LIST_CHUNK_BYTES } from "../../src/notes/sql";
-import { call, callWithEnv, JSON_TYPE, jsonOf } from "../helpers";
+import { call, callWithEnv, JSON_TYPE, jsonOf } from "../support/app";
 
 /** A note as the API renders it. */
 interface NoteJson {

@@ -5,19 +5,9 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { AppType } from "../../src/index";
 import { matchExpression } from "../../src/notes/search";
-import {
-  BASE,
-  bearer,
-  call,
-  callWithEnv,
-  error,
-  JSON_TYPE,
-  jsonOf,
-  logIn,
-  Note,
-  tally,
-  verifiedAccount,
-} from "../helpers";
+import { bearer, logIn, verifiedAccount } from "../support/accounts";
+import { BASE, call, callWithEnv, JSON_TYPE, jsonOf, tally } from "../support/app";
+import { error, Note } from "../support/notes";
 
 /** GET /notes?q=…: full-text search over the notes' titles and contents. */
 

@@ -1,24 +1,18 @@
 import { describe, expect, it } from "vitest";
 import {
   bearer,
-  call,
   confirmEmailChange,
-  count,
   emailChangeCode,
-  fireCron,
   logIn,
-  mailsWithSubject,
   NEW_PASSWORD,
-  PASSWORD,
   PASSWORD_CHANGED_TEXT,
-  randomEmail,
   reset,
   resetCode,
   revertTokenMailed,
   storedUser,
-  Subject,
-  textOf,
-} from "../../helpers";
+} from "../../support/accounts";
+import { call, count, fireCron, PASSWORD, randomEmail, textOf } from "../../support/app";
+import { mailsWithSubject, Subject } from "../../support/mail";
 import {
   expireChallenge,
   INVALID_PASSKEY,

@@ -1,17 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  expectEnded,
-  JSON_TYPE,
-  jsonOf,
-  mailsWithSubject,
-  PASSWORD,
-  TEXT,
-  textOf,
-} from "../../helpers";
+import { bearer, expectEnded } from "../../support/accounts";
+import { call, callWithEnv, JSON_TYPE, jsonOf, PASSWORD, TEXT, textOf } from "../../support/app";
+import { mailsWithSubject } from "../../support/mail";
 import {
   INVALID_PASSKEY,
   registeredPasskey,

@@ -1,22 +1,9 @@
 import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  count,
-  expectEnded,
-  JSON_TYPE,
-  jsonOf,
-  logIn,
-  mailsWithSubject,
-  PASSWORD,
-  storedUser,
-  tally,
-  TEXT,
-  textOf,
-} from "../../helpers";
+import { bearer, expectEnded, logIn, storedUser } from "../../support/accounts";
+import { call, callWithEnv, count, JSON_TYPE, jsonOf, PASSWORD, tally, TEXT, textOf } from "../../support/app";
+import { mailsWithSubject } from "../../support/mail";
 import { b64url, fromB64url, SoftwarePasskey } from "./authenticator";
 import {
   creationOptions,

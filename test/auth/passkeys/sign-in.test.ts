@@ -2,22 +2,8 @@ import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import {
-  bearer,
-  call,
-  callWithEnv,
-  captureLogs,
-  JSON_TYPE,
-  jsonOf,
-  lockLogin,
-  login,
-  loginFailuresRow,
-  sessionIdOf,
-  storedSession,
-  tally,
-  TEXT,
-  textOf,
-} from "../../helpers";
+import { bearer, lockLogin, postLogin, loginFailuresRow, sessionIdOf, storedSession } from "../../support/accounts";
+import { call, callWithEnv, captureLogs, JSON_TYPE, jsonOf, tally, TEXT, textOf } from "../../support/app";
 import { SoftwarePasskey } from "./authenticator";
 import {
   creationOptions,
@@ -121,7 +107,7 @@ describe("POST /auth/passkeys/login/verify", () => {
 
   it("renews the device token of the device it came from", async () => {
     const { email, passkey } = await accountWithPasskey();
-    const first = v.parse(LoginAnswer, await (await login(email)).json());
+    const first = v.parse(LoginAnswer, await (await postLogin(email)).json());
     const response = await verifySignIn(await passkey.assert(await requestOptions()), undefined, {
       device_token: first.device_token,
     });
@@ -269,10 +255,10 @@ describe("the password lock and passkeys", () => {
     const { email, passkey } = await accountWithPasskey();
     await lockLogin(email);
     const lock = await loginFailuresRow(email);
-    expect(await textOf(await login(email))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
+    expect(await textOf(await postLogin(email))).toEqual({ status: 429, type: TEXT, body: AuthMessage.loginLocked });
     expect((await signIn(passkey)).status).toBe(200);
     expect(await loginFailuresRow(email)).toEqual(lock);
-    expect((await login(email)).status).toBe(429);
+    expect((await postLogin(email)).status).toBe(429);
   });
 
   it("keeps the per-client limit on both passkey endpoints: past 30 POSTs to /auth in a minute, 429", async () => {

@@ -3,7 +3,8 @@ import * as v from "valibot";
 import { expect } from "vitest";
 import { base32Decode, stepAt, totpAt } from "../../../src/lib/totp";
 import type { Bindings } from "../../../src/types";
-import { account, bearer, call, callWithEnv, login, PASSWORD, type Tokens } from "../../helpers";
+import { account, bearer, postLogin, type Tokens } from "../../support/accounts";
+import { call, callWithEnv, PASSWORD } from "../../support/app";
 import { SoftwarePasskey, type CeremonyOverrides } from "./authenticator";
 
 /**
@@ -49,7 +50,7 @@ export const LoginAnswer = v.strictObject({
 /** A verified account, logged in with its password: its address and session. */
 export async function signedInAccount(): Promise<{ email: string; session: Tokens }> {
   const email = await account();
-  const response = await login(email);
+  const response = await postLogin(email);
   expect(response.status).toBe(200);
   return { email, session: v.parse(LoginAnswer, await response.json()) };
 }

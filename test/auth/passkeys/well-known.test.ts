@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import { call, callWithEnv, JSON_TYPE, jsonOf, textOf, TEXT } from "../../helpers";
+import { call, callWithEnv, JSON_TYPE, jsonOf, textOf, TEXT } from "../../support/app";
 import { b64url, SoftwarePasskey } from "./authenticator";
 import { registerWith, signedInAccount, signIn, type Overrides } from "./support";
 

@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+import { AuthMessage } from "../../../src/auth/messages";
+import { sha256Hex } from "../../../src/lib/crypto";
+import { bearer, storedUser } from "../../support/accounts";
+import { call, callWithEnv, count, JSON_TYPE, jsonOf, TEXT, textOf } from "../../support/app";
+import { smtpPort } from "../../support/mail";
+import { identityClaims, idTokenSignIn, signedIdToken } from "../../support/oauth";
+
+/**
+ * The native flow of social sign-in (src/auth/oauth/native.ts and the providers' `identity`): id_tokens signed by the
+ * loopback OpenID providers (test/oauth/servers.ts) with the claims each test chooses, or by a foreign key.
+ */
+
+const LoginKeys = ["device_token", "expires_in", "refresh_token", "token"];
+const invalid = { status: 401, type: TEXT, body: AuthMessage.invalidIdToken };
+
+describe("POST /auth/oauth/{provider}/id-token", () => {
+  it("signs in with an id_token for the web client id or one of OAUTH_<N>_AUDIENCES, like a login", async () => {
+    for (const aud of ["google-web-client", "google-ios-client", "google-android-client"]) {
+      const claims = identityClaims({ aud });
+      const response = await idTokenSignIn("google", { id_token: await signedIdToken("google", claims) });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toBe(JSON_TYPE);
+      const tokens = (await response.json()) as Record<string, string>;
+      expect(Object.keys(tokens).sort()).toEqual(LoginKeys);
+      const sessions = (await (await call("GET", "/auth/sessions", undefined, bearer(tokens.token!))).json()) as Array<
+        Record<string, unknown>
+      >;
+      expect(sessions).toEqual([expect.objectContaining({ amr: ["fed"], provider: "google" })]);
+      expect(await storedUser(String(claims.email))).toMatchObject({ isVerified: 1, password: "!" });
+    }
+  });
+
+  it('signs in with Sign in with Apple\'s id_token, whose email_verified is the string "true"', async () => {
+    const claims = identityClaims({ aud: "com.example.app", email_verified: "true" });
+    expect((await idTokenSignIn("apple", { id_token: await signedIdToken("apple", claims) })).status).toBe(200);
+  });
+
+  it("works for any OpenID provider of OAUTH_PROVIDERS, with or without a client secret", async () => {
+    const claims = identityClaims({ aud: "acme-client" });
+    expect((await idTokenSignIn("acme", { id_token: await signedIdToken("google", claims) })).status).toBe(200);
+  });
+
+  it("answers 401 for a bad signature, another issuer, another audience or an expired token, and makes no account", async () => {
+    const tokens = [
+      await signedIdToken("google", identityClaims({ aud: "google-web-client" }), { foreignKey: true }),
+      await signedIdToken("google", identityClaims({ aud: "google-web-client", iss: "https://accounts.evil.example" })),
+      // Apple's key and issuer are not Google's.
+      await signedIdToken("apple", identityClaims({ aud: "google-web-client" })),
+      await signedIdToken("google", identityClaims({ aud: "someone-elses-client" })),
+      await signedIdToken("google", identityClaims({ aud: "google-web-client" }), { expiresIn: -120 }),
+      "not.a.jwt",
+    ];
+    const before = await count("SELECT count(*) AS n FROM users");
+    for (const token of tokens)
+      expect(await textOf(await idTokenSignIn("google", { id_token: token }))).toEqual(invalid);
+    expect(await count("SELECT count(*) AS n FROM users")).toBe(before);
+  });
+
+  it("takes a nonce as the token carries it, or as its hex SHA-256 (Sign in with Apple), and nothing else", async () => {
+    const raw = crypto.randomUUID();
+    const plain = identityClaims({ aud: "google-web-client", nonce: raw });
+    expect((await idTokenSignIn("google", { id_token: await signedIdToken("google", plain), nonce: raw })).status).toBe(
+      200,
+    );
+    const hashed = identityClaims({ aud: "com.example.app", nonce: await sha256Hex(raw) });
+    expect((await idTokenSignIn("apple", { id_token: await signedIdToken("apple", hashed), nonce: raw })).status).toBe(
+      200,
+    );
+
+    const mismatch = { status: 401, type: TEXT, body: AuthMessage.nonceMismatch };
+    const carrying = await signedIdToken("google", identityClaims({ aud: "google-web-client", nonce: raw }));
+    expect(await textOf(await idTokenSignIn("google", { id_token: carrying }))).toEqual(mismatch);
+    expect(await textOf(await idTokenSignIn("google", { id_token: carrying, nonce: "another" }))).toEqual(mismatch);
+    expect(
+      await textOf(await idTokenSignIn("google", { id_token: carrying, nonce: await sha256Hex(await sha256Hex(raw)) })),
+    ).toEqual(mismatch);
+    const without = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
+    expect(await textOf(await idTokenSignIn("google", { id_token: without, nonce: raw }))).toEqual(mismatch);
+  });
+
+  it("answers 403 JSON, and makes no account, for an address the provider does not vouch for", async () => {
+    for (const claims of [
+      identityClaims({ email_verified: false }),
+      identityClaims({ email_verified: "false" }),
+      identityClaims({ email_verified: undefined }),
+      identityClaims({ email: undefined }),
+    ]) {
+      const response = await idTokenSignIn("google", {
+        id_token: await signedIdToken("google", { ...claims, aud: "google-web-client" }),
+      });
+      expect(await jsonOf(response)).toEqual({
+        status: 403,
+        type: JSON_TYPE,
+        body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched },
+      });
+      if (typeof claims.email === "string") expect(await storedUser(claims.email)).toBeNull();
+    }
+  });
+
+  it("answers 404 for a provider that is not configured, and for GitHub, which issues no id_tokens", async () => {
+    const token = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
+    expect(await textOf(await idTokenSignIn("facebook", { id_token: token }))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.unknownProvider,
+    });
+    expect(await textOf(await idTokenSignIn("github", { id_token: token }))).toEqual({
+      status: 404,
+      type: TEXT,
+      body: AuthMessage.noIdTokens,
+    });
+  });
+
+  it("answers 400 for a missing or malformed id_token or nonce", async () => {
+    expect(await textOf(await idTokenSignIn("google", {}))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenRequired,
+    });
+    expect(await textOf(await idTokenSignIn("google", { id_token: 7 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenStrings,
+    });
+    expect(await textOf(await idTokenSignIn("google", { id_token: "x", nonce: 7 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.idTokenStrings,
+    });
+  });
+
+  it("answers 503 when the provider cannot be reached", async () => {
+    const token = await signedIdToken("google", identityClaims({ aud: "google-web-client" }));
+    const response = await callWithEnv(
+      { OAUTH_GOOGLE_ISSUER: `http://127.0.0.1:${smtpPort("refused")}` },
+      "POST",
+      "/auth/oauth/google/id-token",
+      { id_token: token },
+    );
+    expect(await textOf(response)).toEqual({ status: 503, type: TEXT, body: AuthMessage.providerUnavailable });
+  });
+});
