@@ -113,6 +113,7 @@ export async function switchEmail(
         oldEmail,
         createdAt: now,
         expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS,
+        sessionId: caller.sessionId,
       },
       switched,
     ),
@@ -131,6 +132,7 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
         oldEmail: sql<string>`${revert.oldEmail}`.as("old_email"),
         createdAt: sql<number>`${revert.createdAt}`.as("created_at"),
         expiresAt: sql<number>`${revert.expiresAt}`.as("expires_at"),
+        sessionId: sql<string | null>`${revert.sessionId ?? null}`.as("session_id"),
       })
       .from(sql`(SELECT 1)`)
       .where(condition),

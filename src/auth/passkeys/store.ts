@@ -137,6 +137,8 @@ export async function addPasskey(
             name: sql<string>`${name}`.as("name"),
             createdAt: sql<number>`${now}`.as("created_at"),
             lastUsedAt: sql<number | null>`NULL`.as("last_used_at"),
+            addedBySession: sql<string>`${caller.sessionId}`.as("added_by_session"),
+            counterRegressedAt: sql<number | null>`NULL`.as("counter_regressed_at"),
           })
           .from(users)
           .where(and(eq(users.id, caller.userId), liveSession(caller, now), room, unknown)),
