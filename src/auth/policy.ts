@@ -107,6 +107,22 @@ export const RESET_MAILS_PER_HOUR = 5;
  */
 export const RESET_MAILS_PER_CLIENT_PER_HOUR = 2;
 
+// Budgets the deployment shares (limits/mail-budget.ts, limits/code-budget.ts)
+
+/**
+ * A budget the whole deployment shares (its mails, MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT; its failed code tries,
+ * FAILED_CODE_HOURLY_LIMIT) counts in this many shares: one account, and one client (an IPv4 address or an IPv6 /64),
+ * may spend at most one share of each window. Mail to unverified addresses is held to half, so one account or client
+ * can never leave the rest of the service less than a quarter of the mail budget.
+ */
+export const BUDGET_SHARES = 4;
+
+/**
+ * A notice of one kind (a password changed, a passkey added, …) goes to an account at most once this long: its
+ * repeats are coalesced into that one, whatever repeats the action.
+ */
+export const NOTICE_COALESCE_MS = HOUR;
+
 // E-mail change
 
 /**

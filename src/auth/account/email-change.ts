@@ -1,6 +1,5 @@
 import { Hono, type Context } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
-import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
 import { MINUTE } from "../../lib/units";
@@ -10,7 +9,7 @@ import { requireAccessToken, unauthorized, type CallerEnv } from "../caller";
 import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimSlot, releaseWindow } from "../limits/windows";
-import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice } from "../core/mails";
+import { requestMailer, sendEmailChangeCode, sendEmailChangedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer, passwordChecked } from "../openapi";
 import { ChangeEmailBody, ConfirmEmailChangeBody } from "../requests";
@@ -52,7 +51,7 @@ async function mailChangeCode(c: Context<CallerEnv>, newEmail: string) {
     return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
   }
   log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
-  await sendEmailChangeCode(mailerOf(c.var, clientKey(c)), newEmail, issued.code);
+  await sendEmailChangeCode(requestMailer(c, caller.userId), newEmail, issued.code);
   return c.text(AuthMessage.emailChangeSent, 200);
 }
 
@@ -145,7 +144,7 @@ export const emailChange = new Hono<AppEnv>()
         ...accountErrors,
         "429": throttled(
           text(
-            `Too many tries (this account's, ${EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR} an hour at proving this address across all accounts, or the whole service's failed code tries), or the per-client limit`,
+            `Too many tries (this account's, ${EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR} an hour at proving this address across all accounts, the whole service's failed code tries, or this client's share of them), or the per-client limit`,
             AuthMessage.codeThrottled,
             AuthMessage.codeBudgetExhausted,
             AuthMessage.clientThrottled,
@@ -178,7 +177,7 @@ export const emailChange = new Hono<AppEnv>()
           : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, {
+      await sendEmailChangedNotice(requestMailer(c, caller.userId), account.email, newEmail, {
         link: undoLink(c.var.config.appUrl, c.req.url, revert.token),
         token: revert.token,
       });

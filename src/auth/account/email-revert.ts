@@ -8,7 +8,7 @@ import { inlinePagePolicy } from "../../lib/page";
 import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../../lib/security-headers";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { mailerOf, sendEmailChangeRevertedNotice } from "../core/mails";
+import { requestMailer, sendEmailChangeRevertedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { REVERT_PAGE_HTML } from "./revert-page";
 import { accountErrors, accountsTag } from "../openapi";
@@ -99,7 +99,7 @@ export const emailRevert = new Hono<AppEnv>()
       if (restored) {
         c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
         // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
-        await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
+        await sendEmailChangeRevertedNotice(requestMailer(c, restored.id), restored.takenFrom, restored.email);
         return c.text(AuthMessage.emailChangeReverted, 200);
       }
       return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);

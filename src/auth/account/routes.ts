@@ -4,7 +4,7 @@ import { hashPassword, NO_PASSWORD } from "../../lib/password";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasswordChangedNotice } from "../core/mails";
+import { requestMailer, sendPasswordChangedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { isActive } from "../core/factor";
 import { bearer, bearerErrors, passwordChecked, passwordRules } from "../openapi";
@@ -88,7 +88,7 @@ export const accountRoutes = new Hono<AppEnv>()
       );
       if (!changed) return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
-      await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
+      await sendPasswordChangedNotice(requestMailer(c, caller.userId), confirmed.account.email);
       return c.text(AuthMessage.passwordChanged, 200);
     },
   )

@@ -1,8 +1,10 @@
+import type { Context } from "hono";
 import type { Config } from "../../config";
+import { clientKey } from "../../lib/client-key";
 import { maskEmail, type Logger } from "../../lib/log";
 import { DAY } from "../../lib/units";
 import { sendEmail, type Mail } from "../../lib/mail";
-import type { Database } from "../../types";
+import type { AppEnv, Database } from "../../types";
 import { claimMailBudget, type Audience } from "../limits/mail-budget";
 import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 
@@ -13,18 +15,41 @@ import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
  * to an address nobody has proven may spend only part of it (limits/mail-budget.ts).
  */
 
-/** The request's mailer: the configured account, within the deployment's mail budget, for the requesting `client`. */
+/** The request's mailer: the configured account, within the deployment's mail budget (limits/mail-budget.ts). */
 export interface AccountsMailer {
   send(mail: Mail, kind: string, audience: Audience): Promise<void>;
 }
 
 /**
- * The mailer of a request: `client` is the requester's key (lib/client-key.ts), for the cap on mail to unverified
- * addresses.
+ * Who a mail is charged to: the account it concerns, and the client that asked for it (lib/client-key.ts): neither may
+ * spend more than its share of the deployment's budget.
  */
+export interface MailSource {
+  account: number;
+  client: string;
+}
+
+/**
+ * The notices whose repeats within NOTICE_COALESCE_MS are coalesced into the first (one per kind and account): they
+ * tell of an action, and the first tells it. Mails that carry a code or an undo token, and those already sent once per
+ * window (mfa_guessing), are never held back for being repeats.
+ */
+const COALESCED = new Set([
+  "password_changed",
+  "mfa_enabled",
+  "mfa_disabled",
+  "recovery_code_used",
+  "passkey_added",
+  "passkey_removed",
+  "passkey_counter_regressed",
+  "identity_linked",
+  "identity_unlinked",
+]);
+
+/** The mailer of mails charged to `source`. */
 export function mailerOf(
   { config, db, log }: { config: Config; db: Database; log: Logger },
-  client = "unknown",
+  source: MailSource,
 ): AccountsMailer {
   return {
     send: (mail, kind, audience) =>
@@ -32,12 +57,18 @@ export function mailerOf(
         {
           smtp: config.smtp,
           log,
-          claim: () => claimMailBudget(db, config, log, { kind, audience, client }, Date.now()),
+          claim: () =>
+            claimMailBudget(db, config, log, { kind, audience, ...source, coalesce: COALESCED.has(kind) }, Date.now()),
         },
         mail,
         kind,
       ),
   };
+}
+
+/** The mailer of a request's mails about `account`, charged to it and to the requesting client. */
+export function requestMailer<E extends AppEnv>(c: Context<E>, account: number): AccountsMailer {
+  return mailerOf(c.var, { account, client: clientKey(c) });
 }
 
 /** The spec's mail: registration and resend. */

@@ -1,6 +1,7 @@
 import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { sessions } from "../schema";
+import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { NO_PASSWORD, verifyPassword } from "../../lib/password";
 import type { Database } from "../../types";
@@ -115,7 +116,7 @@ export async function reauthenticate(
       await giveBack();
       return { refused: c.text(AuthMessage.mfaCodeRequired, 401) };
     }
-    const check = await checkSecondFactor(c.var, account, account.factor, typedCode(code));
+    const check = await checkSecondFactor({ ...c.var, client: clientKey(c) }, account, account.factor, typedCode(code));
     if ("capped" in check) {
       await giveBack();
       return { refused: tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped) };

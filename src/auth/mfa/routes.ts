@@ -6,7 +6,7 @@ import { TOTP_SECRET_BYTES, base32Encode, newTotpSecret, otpauthUri } from "../.
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken } from "../caller";
-import { mailerOf, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../core/mails";
+import { requestMailer, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer } from "../openapi";
 import { DisableTotpBody, EnrolTotpBody, TotpCodeBody } from "../requests";
@@ -142,7 +142,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         () => account.id,
       );
       log.info("mfa_enabled", { userId: account.id });
-      await sendMfaEnabledNotice(mailerOf(c.var), account.email);
+      await sendMfaEnabledNotice(requestMailer(c, account.id), account.email);
       return c.json({ recovery_codes: codes }, 200);
     },
   )
@@ -229,7 +229,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         () => caller.userId,
       );
       log.info("mfa_disabled", { userId: caller.userId });
-      await sendMfaDisabledNotice(mailerOf(c.var), check.account.email);
+      await sendMfaDisabledNotice(requestMailer(c, caller.userId), check.account.email);
       return c.body(null, 204);
     },
   );

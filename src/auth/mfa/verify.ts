@@ -1,4 +1,5 @@
 import { Hono, type Context } from "hono";
+import { clientKey } from "../../lib/client-key";
 import { sha256Hex } from "../../lib/crypto";
 import { badJson, describeRoute, json, ref, text, throttled } from "../../lib/describe";
 import { tooManyRequests } from "../../lib/http";
@@ -35,7 +36,12 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
   const [[claim], [lock]] = await db.batch([counter.claim, counter.lock]);
   if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
 
-  const check = await checkSecondFactor(c.var, { id: challenged.userId, email: account.email }, account.factor, typed);
+  const check = await checkSecondFactor(
+    { ...c.var, client: clientKey(c) },
+    { id: challenged.userId, email: account.email },
+    account.factor,
+    typed,
+  );
   if ("capped" in check) return tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped);
   if ("refused" in check) {
     log.warn("mfa_verify_failed", { userId: challenged.userId });

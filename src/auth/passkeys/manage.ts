@@ -3,7 +3,7 @@ import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasskeyRemovedNotice } from "../core/mails";
+import { requestMailer, sendPasskeyRemovedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
 import { PasskeyRenameBody, PasskeyStepUpBody } from "./requests";
@@ -98,7 +98,7 @@ export const passkeyManagement = new Hono<AppEnv>()
       const name = await removePasskey(c.var.db, c.var.caller, c.req.param("id"), Date.now());
       if (name === undefined) return c.text(AuthMessage.passkeyNotFound, 404);
       c.var.log.info("passkey_removed", { userId: c.var.caller.userId, passkeyId: c.req.param("id") });
-      await sendPasskeyRemovedNotice(mailerOf(c.var), confirmed.account.email, name);
+      await sendPasskeyRemovedNotice(requestMailer(c, confirmed.account.id), confirmed.account.email, name);
       return c.body(null, 204);
     },
   );

@@ -4,7 +4,7 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasskeyAddedNotice } from "../core/mails";
+import { requestMailer, sendPasskeyAddedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { bearer, bearerErrors, passwordChecked } from "../openapi";
 import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./requests";
@@ -148,7 +148,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
         );
       }
       log.info("passkey_added", { userId: caller.userId, passkeyId: stored.added.id });
-      await sendPasskeyAddedNotice(mailerOf(c.var), claim.email, name);
+      await sendPasskeyAddedNotice(requestMailer(c, caller.userId), claim.email, name);
       return c.json(passkeyJson(stored.added), 201);
     },
   );
