@@ -43,6 +43,13 @@ export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
 /** Failed logins that the stale device tokens of one account (see above) may have in an hour, together. */
 export const STALE_DEVICE_FAILURES_PER_HOUR = 10;
 
+/**
+ * Each stale device token gets one try this often judged on its own device alone, outside that shared allowance: a
+ * device of the owner's that has not signed in since the change is never refused because another token (a phisher's
+ * gathered one) spent the allowance. A token that has had its try draws on the allowance.
+ */
+export const STALE_DEVICE_OWN_TRY_MS = DAY;
+
 // Login lockout
 
 /** Login attempts (failed, or still being checked) that lock an address... */

@@ -392,7 +392,7 @@ describe("notices of one kind are coalesced into one per NOTICE_COALESCE_MS", ()
     const { email, session } = await signedInAccount();
     const passkeys = await Promise.all(Array.from({ length: 10 }, () => SoftwarePasskey.create()));
     // The options one after the other (each is a step-up of the session), the verifies together.
-    const options = [];
+    const options: Awaited<ReturnType<typeof creationOptions>>[] = [];
     for (const _ of passkeys) options.push(await creationOptions(session.token));
     const added = await Promise.all(
       passkeys.map((passkey, i) => registerPasskey(session.token, passkey, { options: options[i] })),
