@@ -201,6 +201,13 @@ export const APPLE_CLIENT_SECRET_RENEW_MS = 10 * MINUTE;
 /** Clocks may differ by this much (seconds) when `exp` and `iat` are checked. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
 
+/**
+ * An id_token is taken only this long after its `iat` (and never with an `iat` ahead of the clock beyond
+ * CLOCK_TOLERANCE_SECONDS): an app sends its SDK's token at once, and the tokens already taken are remembered only
+ * until then (oauth/native.ts).
+ */
+export const ID_TOKEN_MAX_AGE_MS = HOUR;
+
 // Turnstile
 
 /** How long siteverify may take before the request is refused as unverifiable. */

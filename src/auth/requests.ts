@@ -26,8 +26,11 @@ export function normalizeEmail(email: string): string {
   return email.trim().normalize("NFC").toLowerCase();
 }
 
-/** A plausible address: the rules register and login apply before anything is stored for an address. */
-function plausibleEmail(email: string): boolean {
+/**
+ * A plausible address: the rules register and login apply before anything is stored for an address, and that an
+ * address a sign-in provider vouches for must pass too (oauth/resolve.ts).
+ */
+export function plausibleEmail(email: string): boolean {
   return email.length <= MAX_EMAIL_LENGTH && !INVISIBLE.test(email) && PLAUSIBLE_EMAIL.test(email);
 }
 

@@ -3,6 +3,8 @@ import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
+import { ID_TOKEN_MAX_AGE_MS } from "../policy";
+import { MINUTE } from "../../lib/units";
 import { IdTokenBody } from "./requests";
 import { signIn } from "../core/gate";
 import {
@@ -38,7 +40,8 @@ export const nativeFlow = new Hono<AppEnv>().post(
     ...oauthOperation,
     summary: "Sign in with a provider's id_token (native apps)",
     description:
-      "Verifies the id_token: the provider's signature (its JWKS), iss, aud (the client id or one of OAUTH_<N>_AUDIENCES), exp; when the token carries a " +
+      "Verifies the id_token: the provider's signature (its JWKS), iss, aud (the client id or one of OAUTH_<N>_AUDIENCES), azp (required with " +
+      `several audiences, one of those clients), exp, iat (not ahead of the clock, at most ${ID_TOKEN_MAX_AGE_MS / MINUTE} minutes old); when the token carries a ` +
       "nonce, the body's `nonce` must be it or its hex SHA-256 (Sign in with Apple), and a body `nonce` needs a token that carries one. Then resolves " +
       "the account like the web flow (docs/social-sign-in.md) and answers like a login.",
     parameters: [providerParam],
@@ -47,12 +50,12 @@ export const nativeFlow = new Hono<AppEnv>().post(
       ...signInAnswers,
       "400": text("Missing or malformed fields", AuthMessage.idTokenRequired, AuthMessage.idTokenStrings, ...badJson),
       "401": text(
-        "A bad signature, another issuer or audience, an expired token, or a nonce that does not match",
+        "A bad signature, another issuer or audience, an azp not this provider's client, an expired, future or too old token, or a nonce that does not match",
         AuthMessage.invalidIdToken,
         AuthMessage.nonceMismatch,
       ),
       "403": refusalDoc(
-        "The provider does not vouch for the address: no account was made or linked",
+        "The provider does not vouch for the address, or it is one registration would refuse: no account was made or linked",
         "email_not_verified",
         AuthMessage.emailNotVouched,
       ),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
+import { CLOCK_TOLERANCE_SECONDS, ID_TOKEN_MAX_AGE_MS } from "../../../src/auth/policy";
 import { sha256Hex } from "../../../src/lib/crypto";
 import { bearer, storedUser } from "../../support/accounts";
 import { call, callWithEnv, count, JSON_TYPE, jsonOf, TEXT, textOf } from "../../support/app";
@@ -95,6 +96,73 @@ describe("POST /auth/oauth/{provider}/id-token", () => {
         body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched },
       });
       if (typeof claims.email === "string") expect(await storedUser(claims.email)).toBeNull();
+    }
+  });
+
+  it('refuses the string "true" from every provider but Apple, which documents it: a Google token with it makes and links nothing (I1)', async () => {
+    const claims = identityClaims({ aud: "google-web-client", email_verified: "true" });
+    const response = await idTokenSignIn("google", { id_token: await signedIdToken("google", claims) });
+    expect(await jsonOf(response)).toEqual({
+      status: 403,
+      type: JSON_TYPE,
+      body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched },
+    });
+    expect(await storedUser(String(claims.email))).toBeNull();
+  });
+
+  it("refuses a token for several audiences without azp, and any azp that is not one of the provider's clients; takes one naming its client (I1)", async () => {
+    const before = await count("SELECT count(*) AS n FROM users");
+    for (const extra of [
+      { aud: ["google-web-client", "someone-elses-client"] },
+      { aud: ["google-web-client", "someone-elses-client"], azp: "someone-elses-client" },
+      { aud: "google-web-client", azp: "someone-elses-client" },
+      { aud: "google-web-client", azp: 42 },
+    ]) {
+      const token = await signedIdToken("google", identityClaims(extra));
+      expect(await textOf(await idTokenSignIn("google", { id_token: token }))).toEqual(invalid);
+    }
+    expect(await count("SELECT count(*) AS n FROM users")).toBe(before);
+    // Google's Android tokens: the web client as the audience, the Android client (one of OAUTH_GOOGLE_AUDIENCES) as azp.
+    for (const extra of [
+      { aud: ["google-web-client", "someone-elses-client"], azp: "google-web-client" },
+      { aud: "google-web-client", azp: "google-android-client" },
+    ]) {
+      const token = await signedIdToken("google", identityClaims(extra));
+      expect((await idTokenSignIn("google", { id_token: token })).status).toBe(200);
+    }
+  });
+
+  it("refuses a token issued ahead of the clock beyond CLOCK_TOLERANCE_SECONDS (a year, or a minute), or longer than ID_TOKEN_MAX_AGE_MS ago (I1)", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const iat of [
+      now + 365 * 24 * 3600,
+      now + CLOCK_TOLERANCE_SECONDS + 30,
+      now - ID_TOKEN_MAX_AGE_MS / 1000 - 120,
+    ]) {
+      const claims = identityClaims({ aud: "google-web-client", iat, exp: iat + 7200 });
+      expect(await textOf(await idTokenSignIn("google", { id_token: await signedIdToken("google", claims) }))).toEqual(
+        invalid,
+      );
+    }
+    const skewed = identityClaims({ aud: "google-web-client", iat: now + CLOCK_TOLERANCE_SECONDS - 10 });
+    expect((await idTokenSignIn("google", { id_token: await signedIdToken("google", skewed) })).status).toBe(200);
+  });
+
+  it("refuses an address registration would refuse, whoever vouches for it: CR LF, no @, 300 characters, a bidi override (I2)", async () => {
+    for (const email of [
+      "victim@example.com\r\nBcc: everyone@example.com",
+      "no-at-sign.example.com",
+      `${"a".repeat(300)}@example.com`,
+      "\u202Emoc.elpmaxe@evil.example",
+    ]) {
+      const claims = identityClaims({ aud: "google-web-client", email });
+      const response = await idTokenSignIn("google", { id_token: await signedIdToken("google", claims) });
+      expect(await jsonOf(response)).toEqual({
+        status: 403,
+        type: JSON_TYPE,
+        body: { error: "email_not_verified", error_description: AuthMessage.emailNotVouched },
+      });
+      expect(await count("SELECT count(*) AS n FROM users WHERE email = ?", email.trim().toLowerCase())).toBe(0);
     }
   });
 
