@@ -5,6 +5,7 @@ import {
   emailChangeReverts,
   loginFailures,
   mfaChallenges,
+  oauthIdTokenUses,
   oauthLoginCodes,
   oauthStates,
   oneTimeCodes,
@@ -88,5 +89,10 @@ export function authCleanUp(db: Database, now: number) {
       .delete(oauthLoginCodes)
       .where(lte(oauthLoginCodes.expiresAt, now))
       .returning({ userId: oauthLoginCodes.userId }),
+    // An id_token past its expiry no longer verifies: nothing to remember it for.
+    expiredIdTokenUses: db
+      .delete(oauthIdTokenUses)
+      .where(lte(oauthIdTokenUses.expiresAt, now))
+      .returning({ tokenHash: oauthIdTokenUses.tokenHash }),
   };
 }

@@ -114,6 +114,7 @@ export const AuthMessage = {
   idTokenRequired: "id_token is required.",
   idTokenStrings: "id_token and nonce must be strings.",
   invalidIdToken: "Invalid or expired id_token.",
+  idTokenUsed: "This id_token was used already: sign in with the provider again for a new one.",
   nonceMismatch: "The nonce does not match the id_token's.",
   providerUnavailable: "The sign-in provider could not be reached. Try again later.",
   emailNotVouched:

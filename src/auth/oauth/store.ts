@@ -1,5 +1,13 @@
 import { and, eq, ne, sql, type SQL } from "drizzle-orm";
-import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../schema";
+import {
+  oauthIdentities,
+  oauthIdTokenUses,
+  oauthLoginCodes,
+  oauthStates,
+  oneTimeCodes,
+  resetRequests,
+  users,
+} from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";
@@ -40,6 +48,19 @@ export function saveLoginCode(db: Database, code: LoginCode) {
 export async function claimLoginCode(db: Database, codeHash: string, now: number): Promise<LoginCode | undefined> {
   const [code] = await db.delete(oauthLoginCodes).where(eq(oauthLoginCodes.codeHash, codeHash)).returning();
   return code && code.expiresAt > now ? code : undefined;
+}
+
+/**
+ * Takes an id_token (by `tokenHash`, see oauthIdTokenUses) for good, until `expiresAt`: one INSERT … ON CONFLICT DO
+ * NOTHING, so of any number of requests with one token exactly one takes it. False when it was taken already.
+ */
+export async function takeIdToken(db: Database, tokenHash: string, expiresAt: number): Promise<boolean> {
+  const [taken] = await db
+    .insert(oauthIdTokenUses)
+    .values({ tokenHash, expiresAt })
+    .onConflictDoNothing()
+    .returning({ tokenHash: oauthIdTokenUses.tokenHash });
+  return taken !== undefined;
 }
 
 /** What a sign-in needs of an account: its address and sign-in epoch (for the proof), and whether TOTP is on. */

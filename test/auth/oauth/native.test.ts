@@ -1,9 +1,10 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
 import { CLOCK_TOLERANCE_SECONDS, ID_TOKEN_MAX_AGE_MS } from "../../../src/auth/policy";
 import { sha256Hex } from "../../../src/lib/crypto";
-import { bearer, storedUser } from "../../support/accounts";
-import { call, callWithEnv, count, JSON_TYPE, jsonOf, TEXT, textOf } from "../../support/app";
+import { bearer, reset, resetCode, storedUser } from "../../support/accounts";
+import { call, callWithEnv, count, fireCron, JSON_TYPE, jsonOf, tally, TEXT, textOf } from "../../support/app";
 import { smtpPort } from "../../support/mail";
 import { identityClaims, idTokenSignIn, signedIdToken } from "../../support/oauth";
 
@@ -164,6 +165,55 @@ describe("POST /auth/oauth/{provider}/id-token", () => {
       });
       expect(await count("SELECT count(*) AS n FROM users WHERE email = ?", email.trim().toLowerCase())).toBe(0);
     }
+  });
+
+  it("takes an id_token once: the same token again is a 401, also after the owner's reset, and also after a refusal (N3)", async () => {
+    const claims = identityClaims({ aud: "google-web-client", nonce: "the app's own nonce" });
+    const token = await signedIdToken("google", claims);
+    const used = { status: 401, type: TEXT, body: AuthMessage.idTokenUsed };
+    expect((await idTokenSignIn("google", { id_token: token, nonce: "the app's own nonce" })).status).toBe(200);
+    // The nonce is the app's, never issued by the server: it proves nothing against a replay.
+    expect(await textOf(await idTokenSignIn("google", { id_token: token, nonce: "the app's own nonce" }))).toEqual(
+      used,
+    );
+    const email = String(claims.email);
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    expect(await textOf(await idTokenSignIn("google", { id_token: token, nonce: "the app's own nonce" }))).toEqual(
+      used,
+    );
+    // A token whose sign-in was refused (an address not vouched for) is spent too.
+    const unvouched = await signedIdToken(
+      "google",
+      identityClaims({ aud: "google-web-client", email_verified: false }),
+    );
+    expect((await idTokenSignIn("google", { id_token: unvouched })).status).toBe(403);
+    expect(await textOf(await idTokenSignIn("google", { id_token: unvouched }))).toEqual(used);
+  });
+
+  it("opens exactly one session for 30 requests with one id_token launched together (N3)", async () => {
+    const claims = identityClaims({ aud: "google-web-client" });
+    const token = await signedIdToken("google", claims);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => idTokenSignIn("google", { id_token: token })));
+    expect(tally(answers)).toEqual({ 200: 1, 401: 29 });
+    const userId = (await storedUser(String(claims.email)))!.id;
+    expect(await count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", userId)).toBe(1);
+  });
+
+  it("remembers a taken id_token until it would no longer verify, and the hourly clean-up forgets it after", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = identityClaims({ aud: "google-web-client", iat: now, exp: now + 600 });
+    const token = await signedIdToken("google", claims);
+    expect((await idTokenSignIn("google", { id_token: token })).status).toBe(200);
+    const hash = await sha256Hex(`${env.OAUTH.google.issuer}\n${token.slice(0, token.lastIndexOf("."))}`);
+    const row = await env.DB.prepare("SELECT expires_at FROM oauth_id_token_uses WHERE token_hash = ?")
+      .bind(hash)
+      .first<number>("expires_at");
+    expect(row).toBe((now + 600 + CLOCK_TOLERANCE_SECONDS) * 1000);
+    await env.DB.prepare("UPDATE oauth_id_token_uses SET expires_at = ? WHERE token_hash = ?")
+      .bind(Date.now() - 1, hash)
+      .run();
+    await fireCron();
+    expect(await count("SELECT count(*) AS n FROM oauth_id_token_uses WHERE token_hash = ?", hash)).toBe(0);
   });
 
   it("answers 404 for a provider that is not configured, and for GitHub, which issues no id_tokens", async () => {

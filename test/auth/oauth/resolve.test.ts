@@ -165,8 +165,13 @@ describe("account resolution", () => {
 
   it("makes one account and one identity for 10 concurrent first sign-ins of a new identity", async () => {
     const claims = identityClaims();
-    const token = await signedIdToken("google", { aud: "google-web-client", ...claims });
-    const answers = await Promise.all(Array.from({ length: 10 }, () => idTokenSignIn("google", { id_token: token })));
+    // Ten tokens of the identity (each id_token signs in once).
+    const tokens = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        signedIdToken("google", { aud: "google-web-client", ...claims, jti: crypto.randomUUID() }),
+      ),
+    );
+    const answers = await Promise.all(tokens.map((token) => idTokenSignIn("google", { id_token: token })));
     expect(tally(answers)).toEqual({ 200: 10 });
     expect(await count("SELECT count(*) AS n FROM users WHERE email = ?", claims.email)).toBe(1);
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(1);
