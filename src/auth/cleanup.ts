@@ -70,6 +70,13 @@ export function authCleanUp(db: Database, now: number) {
       .delete(emailChangeReverts)
       .where(lte(emailChangeReverts.expiresAt, now))
       .returning({ userId: emailChangeReverts.userId }),
+    ...signInCleanUp(db, now),
+  };
+}
+
+/** What pending sign-ins leave behind: challenges, states, login codes and the id_tokens already taken. */
+function signInCleanUp(db: Database, now: number) {
+  return {
     // A second-factor challenge past its five minutes can no longer be answered.
     expiredMfaChallenges: db
       .delete(mfaChallenges)
