@@ -122,7 +122,8 @@ export const AuthMessage = {
   accountConflict:
     "This address is reserved for the account that gave it up, or its account has another identity of this provider.",
   identityNotLinked: "No identity of this provider is linked to your account.",
-  lastWayIn: "This is your account's last way in: set a password (forgot-password) or link another provider first.",
+  lastWayIn:
+    "This is your account's last way in: set a password (forgot-password), add a passkey or link another provider first.",
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
   bodyTooLarge: `Request body is too large (limit ${AUTH_BODY_LIMIT_BYTES / KiB} KiB).`,

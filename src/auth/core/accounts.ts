@@ -4,7 +4,8 @@ import type { Database } from "../../types";
 import type { Context } from "hono";
 import type { AccessClaims } from "../../lib/access-token";
 import { callerSession, liveSession, type CallerEnv } from "../caller";
-import { emailChangeReverts, oauthIdentities, sessions, users } from "../schema";
+import { emailChangeReverts, oauthIdentities, passkeys, sessions, users } from "../schema";
+import { NO_PASSWORD } from "../../lib/password";
 import { factorFields, factorOf, type Factor } from "./factor";
 
 /**
@@ -56,6 +57,22 @@ export const passwordWrite = (hash: string, now: number) => ({
 export function reserved(email: string | SQL, now: number, except?: number | SQL): SQL {
   const others = except === undefined ? undefined : ne(emailChangeReverts.userId, except);
   return sql`EXISTS (SELECT 1 FROM ${emailChangeReverts} WHERE ${and(eq(emailChangeReverts.oldEmail, email), gt(emailChangeReverts.expiresAt, now), others)})`;
+}
+
+/** The way in a removal would take away: a linked provider's identity, or one passkey. */
+export type WayIn = { provider: string } | { passkeyId: string };
+
+/**
+ * THE rule of the last way in: the account can still be entered without `except`. Every kind of credential is one
+ * condition here: a password, an identity of another provider, a passkey (another one, when a passkey goes). A
+ * removal is one conditional statement on it, so two concurrent removals of an account's last two ways in leave one.
+ */
+export function otherWayIn(userId: number, except: WayIn): SQL {
+  const otherIdentity = "provider" in except ? ne(oauthIdentities.provider, except.provider) : undefined;
+  const otherPasskey = "passkeyId" in except ? ne(passkeys.id, except.passkeyId) : undefined;
+  return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
+    OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), otherIdentity)})
+    OR EXISTS (SELECT 1 FROM ${passkeys} WHERE ${and(eq(passkeys.userId, userId), otherPasskey)}))`;
 }
 
 /** What a new account is made with; every other column takes its default. */

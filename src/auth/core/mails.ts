@@ -197,6 +197,33 @@ export function sendPasskeyAddedNotice(mailer: AccountsMailer, to: string, name:
   return mailer.send({ to, subject: "A Passkey Was Added to Your Account", text }, "passkey_added", "verified");
 }
 
+/** A sign-in provider's identity was linked to the account (a sign-in it vouched for the address in): it signs in. */
+export function sendIdentityLinkedNotice(
+  mailer: AccountsMailer,
+  to: string,
+  identity: { provider: string; email: string },
+): Promise<void> {
+  const text = [
+    `A sign-in with ${identity.provider} (${maskEmail(identity.email)}) was linked to your account: it signs in without your password.`,
+    `If this was not you, remove it at once: sign in, then unlink it (DELETE /auth/identities/${identity.provider}; your linked sign-ins are listed in your account's security settings), and change your password.`,
+  ].join("\n");
+  return mailer.send(
+    { to, subject: "A Sign-In Provider Was Linked to Your Account", text },
+    "identity_linked",
+    "verified",
+  );
+}
+
+/** A sign-in provider was unlinked from the account. */
+export function sendIdentityUnlinkedNotice(mailer: AccountsMailer, to: string, provider: string): Promise<void> {
+  const text = `The sign-in with ${provider} was unlinked from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
+  return mailer.send(
+    { to, subject: "A Sign-In Provider Was Unlinked from Your Account", text },
+    "identity_unlinked",
+    "verified",
+  );
+}
+
 /** A passkey was removed from the account. */
 export function sendPasskeyRemovedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
   const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;

@@ -36,6 +36,22 @@ export interface Proof {
   code?: { value: string | undefined };
 }
 
+/**
+ * The step-up of adding or removing a way in (a passkey, a linked sign-in provider): the password (plus the code with
+ * TOTP), as the other step-ups, except that a missing password is a 401 (the passkey interface), not counted; a wrong
+ * one is counted. An account without a password proves itself with a recent session, as everywhere.
+ */
+export function credentialStepUp(c: Context<CallerEnv>, password: string | undefined, code: string | undefined) {
+  return reauthenticate(c, {
+    password: {
+      value: password === "" ? undefined : password,
+      missing: AuthMessage.passwordRequired,
+      missingStatus: 401,
+    },
+    code: { value: code },
+  });
+}
+
 /** Claims one check of the caller's session and reads the account, in one round trip. */
 async function claimCheck(db: Database, ofCaller: SQL) {
   const [[claim], [account]] = await db.batch([

@@ -1,4 +1,4 @@
-import { and, eq, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import {
   oauthIdentities,
   oauthIdTokenUses,
@@ -12,7 +12,7 @@ import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
-import { newAccount, passwordWrite, reserved } from "../core/accounts";
+import { newAccount, otherWayIn, passwordWrite, reserved } from "../core/accounts";
 import { factorFields } from "../core/factor";
 import type { SessionEnding } from "../core/sessions";
 
@@ -189,16 +189,6 @@ export async function takeOver(ending: SessionEnding, userId: number, identity: 
 }
 
 /**
- * THE rule of the last way in: the account can still be entered without its identity of `provider`. Every
- * kind of credential is one condition here: a password, another identity (a passkey, once it exists, is one
- * more EXISTS).
- */
-export function otherWayIn(userId: number, provider: string): SQL {
-  return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
-    OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), ne(oauthIdentities.provider, provider))}))`;
-}
-
-/**
  * Unlinks the caller's identity of `provider` in one transaction, only while the caller's session is live
  * and the account keeps another way in: "dead" session, "absent" identity, "last" way in, or "unlinked".
  */
@@ -209,7 +199,7 @@ export async function unlinkIdentity(db: Database, caller: AccessClaims, provide
     db.select({ provider: oauthIdentities.provider }).from(oauthIdentities).where(ofProvider),
     db
       .delete(oauthIdentities)
-      .where(and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, provider)))
+      .where(and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, { provider })))
       .returning({ provider: oauthIdentities.provider }),
   ]);
   if (!live) return "dead";

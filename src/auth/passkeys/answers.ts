@@ -41,16 +41,6 @@ export function relyingParty({ config, log }: { config: Config; log: Logger }): 
   return undefined;
 }
 
-/** The 401s of a passkey step-up: the other step-ups' and a missing password (not counted). */
-export const stepUpRefused = text(
-  "Invalid, expired or revoked access token, a session out of password checks, a missing or wrong password, or while two-factor authentication is on a missing or wrong `code`",
-  AuthMessage.invalidAccessToken,
-  AuthMessage.passwordRequired,
-  AuthMessage.wrongPassword,
-  AuthMessage.mfaCodeRequired,
-  AuthMessage.invalidMfaCode,
-);
-
 /** The 503 of a ceremony while passkeys are not configured. */
 export const unavailable = {
   "503": text("Passkeys are not configured on this server (WEBAUTHN_RP_ID)", AuthMessage.passkeysUnavailable),

@@ -4,6 +4,7 @@ import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
+import { otherWayIn } from "../core/accounts";
 import { randomBase64url, type NewCredential, type RegisteringAccount, type StoredCredential } from "./webauthn";
 import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
@@ -179,20 +180,26 @@ export async function renamePasskey(db: Database, caller: AccessClaims, id: stri
 }
 
 /**
- * Deletes one of the caller's passkeys (the step-up has just checked the session): its name, or undefined for none of
- * theirs.
+ * Deletes one of the caller's passkeys (the step-up has just checked the session), only while the account keeps
+ * another way in (core/accounts.ts, otherWayIn): its name, "absent" for none of theirs, or "last" for the account's
+ * last way in.
  */
 export async function removePasskey(
   db: Database,
   caller: AccessClaims,
   id: string,
   now: number,
-): Promise<string | undefined> {
-  const [removed] = await db
-    .delete(passkeys)
-    .where(and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId), liveSession(caller, now)))
-    .returning({ name: passkeys.name });
-  return removed?.name;
+): Promise<{ name: string } | "absent" | "last"> {
+  const ofCaller = and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId));
+  const [[held], [removed]] = await db.batch([
+    db.select({ name: passkeys.name }).from(passkeys).where(ofCaller),
+    db
+      .delete(passkeys)
+      .where(and(ofCaller, liveSession(caller, now), otherWayIn(caller.userId, { passkeyId: id })))
+      .returning({ name: passkeys.name }),
+  ]);
+  if (removed) return removed;
+  return held ? "last" : "absent";
 }
 
 /** The passkey a sign-in presents, with its account. */
