@@ -205,9 +205,18 @@ export async function resetCode(email: string): Promise<string> {
 
 export const NEW_PASSWORD = "a brand new passphrase";
 
-export const PASSWORD_CHANGED_TEXT =
-  "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
-  "remove any you do not recognise. If this was not you, reset your password now.";
+/** The notice of a changed or reset password of an account that has linked `providers` (none by default). */
+export function passwordChangedText(providers: string[] = []): string {
+  return [
+    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+      "remove any you do not recognise. If this was not you, reset your password now.",
+    providers.length === 0
+      ? "No sign-in provider is linked to your account."
+      : `Sign-ins linked to your account, which sign in without the password: ${providers.join(", ")}. Unlink any you do not recognise (DELETE /auth/identities/{provider}).`,
+  ].join("\n");
+}
+
+export const PASSWORD_CHANGED_TEXT = passwordChangedText();
 
 export function lastRequestId(email: string): string {
   return lastRequestIds.get(email.trim().toLowerCase()) ?? "no-such-request";

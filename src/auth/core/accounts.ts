@@ -171,6 +171,16 @@ export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims)
   return account && toCallerAccount(account);
 }
 
+/** The providers linked to the account, oldest first: what notices about its ways in name. */
+export async function linkedProviders(db: Database, userId: number): Promise<string[]> {
+  const rows = await db
+    .select({ provider: oauthIdentities.provider })
+    .from(oauthIdentities)
+    .where(eq(oauthIdentities.userId, userId))
+    .orderBy(oauthIdentities.createdAt, oauthIdentities.provider);
+  return rows.map((row) => row.provider);
+}
+
 /**
  * The caller's account and its linked sign-in identities (oldest first), in one round trip, while the caller's
  * session is live (GET /auth/me).

@@ -110,11 +110,30 @@ export function sendPasswordResetCode(
   );
 }
 
-/** After a reset or a change: passkeys are not touched by either, so the notice says they still sign in. */
-export function sendPasswordChangedNotice(mailer: AccountsMailer, to: string): Promise<void> {
-  const text =
+/**
+ * The line of a notice that names the account's linked sign-in providers: they sign in without the password, so a
+ * notice about what signs in names them.
+ */
+export function linkedSignInsLine(providers: readonly string[]): string {
+  return providers.length === 0
+    ? "No sign-in provider is linked to your account."
+    : `Sign-ins linked to your account, which sign in without the password: ${providers.join(", ")}. Unlink any you do not recognise (DELETE /auth/identities/{provider}).`;
+}
+
+/**
+ * After a reset or a change: passkeys and linked sign-ins are not touched by either, so the notice says they still
+ * sign in, and names the linked ones.
+ */
+export function sendPasswordChangedNotice(
+  mailer: AccountsMailer,
+  to: string,
+  providers: readonly string[],
+): Promise<void> {
+  const text = [
     "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
-    "remove any you do not recognise. If this was not you, reset your password now.";
+      "remove any you do not recognise. If this was not you, reset your password now.",
+    linkedSignInsLine(providers),
+  ].join("\n");
   return mailer.send({ to, subject: "Your Password Was Changed", text }, "password_changed", "verified");
 }
 

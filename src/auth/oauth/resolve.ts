@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../../types";
 import { plausibleEmail } from "../requests";
 import { endSessions } from "../core/sessions";
+import { requestMailer, sendIdentityLinkedNotice } from "../core/mails";
 import type { ProviderIdentity } from "./provider";
 import {
   addressHolder,
@@ -63,9 +64,10 @@ export async function resolveAccount(
     ))
   ) {
     log.warn("oauth_account_taken_over", { provider: provider.name, userId: holder.id });
-  } else if (holder?.isVerified && !holder.linked) {
-    await linkIdentity(db, holder.id, link);
+  } else if (holder?.isVerified && !holder.linked && (await linkIdentity(db, holder.id, link))) {
     log.info("oauth_identity_linked", { provider: provider.name, userId: holder.id });
+    // A new way into an account someone already had: its owner hears of it, with how to take it away.
+    await sendIdentityLinkedNotice(requestMailer(c, holder.id), email, { provider: provider.name, email });
   }
   // Linked by one of the writes above or by a concurrent sign-in; not linked when the address is reserved
   // for the account that gave it up, or its account has another identity of this provider.

@@ -146,8 +146,12 @@ function linkStatement(db: Database, ofUser: SQL | undefined, identity: NewIdent
     .onConflictDoNothing();
 }
 
-export async function linkIdentity(db: Database, userId: number, identity: NewIdentity) {
-  await linkStatement(db, eq(users.id, userId), identity);
+/** Links the identity to the account `userId`: true when this statement linked it (not a concurrent sign-in). */
+export async function linkIdentity(db: Database, userId: number, identity: NewIdentity): Promise<boolean> {
+  const linked = await linkStatement(db, eq(users.id, userId), identity).returning({
+    subject: oauthIdentities.subject,
+  });
+  return linked.length > 0;
 }
 
 /**

@@ -15,6 +15,7 @@ import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { ForgotPasswordBody, ResetPasswordBody } from "../requests";
 import { endSessions } from "../core/sessions";
+import { linkedProviders } from "../core/accounts";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
 import {
   CODE_TTL_MS,
@@ -158,7 +159,7 @@ export const recovery = new Hono<AppEnv>()
       if (!done) return c.text(AuthMessage.invalidResetCode, 401);
 
       log.info("password_reset", { userId, email: maskEmail(email) });
-      await sendPasswordChangedNotice(requestMailer(c, userId), email);
+      await sendPasswordChangedNotice(requestMailer(c, userId), email, await linkedProviders(db, userId));
       return c.text(AuthMessage.passwordReset, 200);
     },
   );

@@ -9,6 +9,7 @@ import {
   logIn,
   me,
   NEW_PASSWORD,
+  passwordChangedText,
   quietRegister,
   reset,
   resetCode,
@@ -26,7 +27,8 @@ import {
   webSignIn,
 } from "../../support/oauth";
 import { RECENT_SIGN_IN_MS } from "../../../src/auth/policy";
-import { mailsWithSubject } from "../../support/mail";
+import { mailsWithSubject, Subject } from "../../support/mail";
+import { maskEmail } from "../../../src/lib/log";
 import { registeredPasskey } from "../passkeys/support";
 
 /**
@@ -111,6 +113,30 @@ describe("account resolution", () => {
     });
     expect((await postLogin(email)).status).toBe(200);
     expect(await storedUser(email)).toMatchObject({ password: before!.password, sign_in_epoch: before!.sign_in_epoch });
+  });
+
+  it("tells the owner when a provider is linked to their account (N4): the provider, the address it showed, and how to unlink it", async () => {
+    const email = await account();
+    const claims = identityClaims({ email });
+    await socialLogIn("google", claims);
+    const notices = await mailsWithSubject(email, "A Sign-In Provider Was Linked to Your Account");
+    expect(notices.map((mail) => mail.text)).toEqual([
+      `A sign-in with google (${maskEmail(email)}) was linked to your account: it signs in without your password.\n` +
+        "If this was not you, remove it at once: sign in, then unlink it (DELETE /auth/identities/google; your linked sign-ins are listed in your account's security settings), and change your password.",
+    ]);
+    // Signing in again with the linked identity links nothing new, and mails nothing.
+    await socialLogIn("google", claims);
+    expect(await mailsWithSubject(email, "A Sign-In Provider Was Linked to Your Account")).toHaveLength(1);
+  });
+
+  it("names the linked sign-ins in the notice of a reset (N4)", async () => {
+    const email = await account();
+    await socialLogIn("google", identityClaims({ email }));
+    await socialLogIn("apple", identityClaims({ email }));
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    expect((await mailsWithSubject(email, Subject.passwordChanged)).map((mail) => mail.text)).toEqual([
+      passwordChangedText(["google", "apple"]),
+    ]);
   });
 
   it("hands a squatter's unverified account to the owner of the address: verified, its password gone, its sessions and codes ended", async () => {
