@@ -243,6 +243,20 @@ export function sendIdentityUnlinkedNotice(mailer: AccountsMailer, to: string, p
   );
 }
 
+/** A sign-in with a passkey carried a counter that did not move forward: the passkey may have been copied. */
+export function sendPasskeyCounterNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
+  const text = [
+    `Someone tried to sign in with your passkey named "${name}", and the passkey's signature counter went backwards, as a copy of it would make it.`,
+    "That sign-in was refused, and the passkey is marked in your list of passkeys.",
+    "If you did not just sign in with it, remove it (your passkeys are listed in your account's security settings) and change your password.",
+  ].join("\n");
+  return mailer.send(
+    { to, subject: "A Passkey of Your Account May Have Been Copied", text },
+    "passkey_counter_regressed",
+    "verified",
+  );
+}
+
 /** A passkey was removed from the account. */
 export function sendPasskeyRemovedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
   const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;

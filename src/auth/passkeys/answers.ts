@@ -14,6 +14,7 @@ export function passkeyJson(row: PasskeyRow): PasskeyJson {
     created_at: new Date(row.createdAt).toISOString(),
     last_used_at: row.lastUsedAt === null ? null : new Date(row.lastUsedAt).toISOString(),
     backed_up: row.backedUp,
+    counter_regressed_at: row.counterRegressedAt === null ? null : new Date(row.counterRegressedAt).toISOString(),
   };
 }
 

@@ -16,8 +16,16 @@ const passkeyFields = {
   createdAt: passkeys.createdAt,
   lastUsedAt: passkeys.lastUsedAt,
   backedUp: passkeys.backedUp,
+  counterRegressedAt: passkeys.counterRegressedAt,
 };
-export type PasskeyRow = { id: string; name: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean };
+export type PasskeyRow = {
+  id: string;
+  name: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  backedUp: boolean;
+  counterRegressedAt: number | null;
+};
 
 /** A challenge stored for `userId` (a registration) only while the account exists; for nobody (a sign-in) always. */
 function storeChallenge(
@@ -205,6 +213,7 @@ export async function removePasskey(
 /** The passkey a sign-in presents, with its account. */
 export type SigningPasskey = StoredCredential & {
   id: string;
+  name: string;
   userId: number;
   email: string;
   signInEpoch: number;
@@ -230,6 +239,7 @@ export async function claimSignIn(db: Database, challenge: string, credentialId:
     db
       .select({
         id: passkeys.id,
+        name: passkeys.name,
         credentialId: passkeys.credentialId,
         publicKey: passkeys.publicKey,
         counter: passkeys.counter,
@@ -264,4 +274,30 @@ export async function recordSignIn(
     .where(and(eq(passkeys.id, passkeyId), forward))
     .returning({ id: passkeys.id });
   return used !== undefined;
+}
+
+/**
+ * Marks a passkey whose good assertion carried a counter that did not move forward (WebAuthn §6.1.1: the
+ * authenticator may have been cloned), with the time: one conditional UPDATE, true when the stored counter is indeed
+ * not behind the presented one (the assertion was refused for its counter). Two assertions of one authenticator that
+ * race, the later counter first, look the same and are marked too: a genuine authenticator signs one at a time.
+ */
+export async function markCounterRegressed(
+  db: Database,
+  passkeyId: string,
+  counter: number,
+  now: number,
+): Promise<boolean> {
+  const [marked] = await db
+    .update(passkeys)
+    .set({ counterRegressedAt: now })
+    .where(
+      and(
+        eq(passkeys.id, passkeyId),
+        sql`${passkeys.counter} >= ${counter}`,
+        sql`NOT (${passkeys.counter} = 0 AND ${counter} = 0)`,
+      ),
+    )
+    .returning({ id: passkeys.id });
+  return marked !== undefined;
 }

@@ -185,6 +185,7 @@ describe("POST /auth/passkeys/register/verify", () => {
       created_at: expect.stringMatching(ISO),
       last_used_at: null,
       backed_up: false,
+      counter_regressed_at: null,
     });
     const answer = v.parse(PasskeyAnswer, body);
     expect(await storedPasskeys(email)).toEqual([
