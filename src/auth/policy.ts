@@ -148,6 +148,20 @@ export const EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR = 10;
 /** A confirmed change's old address may undo it for this long (email-revert.ts). */
 export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
 
+/**
+ * The undo of a change removes every passkey, second factor and linked provider added from this long before the
+ * change on (and whatever the changing session added, whenever): what someone who had the password could have added
+ * with a second session just before changing the address (docs/threat-model/email-change.md).
+ */
+export const EMAIL_CHANGE_LOOKBACK_MS = DAY;
+
+/**
+ * Once the account signs in after a change with a second factor it had before that lookback (a passkey, TOTP), the
+ * old address may undo the change for at most this long from then on: the new address's holder has proven they are
+ * the account's owner with what a phisher holding the password does not have.
+ */
+export const EMAIL_CHANGE_REVERT_PROVEN_TTL_MS = DAY;
+
 // Clean-up
 
 /** An account still unverified this long after registering is deleted, and its address is free again. */
