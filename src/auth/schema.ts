@@ -105,10 +105,11 @@ export const resetMailAllowances = sqliteTable(
 );
 
 /**
- * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS: the notice to the old address
- * carries a revert token that puts the old address back, ends every session, clears the password (a
- * phished password must not outlive the undo) and removes second factors added since. While the row
- * lives, its old address stays reserved for the account. Only the token's SHA-256 is stored.
+ * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS (less once the account signs in with an older
+ * second factor): the notice to the old address carries a revert token that puts the old address back, ends every
+ * session, clears the password (a phished password must not outlive the undo) and removes what the rule of
+ * docs/threat-model/email-change.md names. While the row lives, its old address stays reserved for the account. Only
+ * the token's SHA-256 is stored.
  */
 export const emailChangeReverts = sqliteTable(
   "email_change_reverts",

@@ -2,14 +2,15 @@ import { Hono, type Context } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
-import { MINUTE } from "../../lib/units";
+import { DAY, MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized, type CallerEnv } from "../caller";
 import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimSlot, releaseWindow } from "../limits/windows";
-import { requestMailer, sendEmailChangeCode, sendEmailChangedNotice } from "../core/mails";
+import { requestMailer } from "../core/mails";
+import { sendEmailChangeCode, sendEmailChangeConfirmedNotice, sendEmailChangedNotice } from "../core/address-mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer, passwordChecked } from "../openapi";
 import { ChangeEmailBody, ConfirmEmailChangeBody } from "../requests";
@@ -19,7 +20,13 @@ import { newRevertToken, undoLink } from "./email-revert";
 import { addressHeld } from "../core/accounts";
 import { endSessions } from "../core/sessions";
 import { switchEmail } from "./store";
-import { CODE_TTL_MS, EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "../policy";
+import {
+  CODE_TTL_MS,
+  EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+  EMAIL_CHANGE_LOOKBACK_MS,
+  EMAIL_CHANGE_REVERT_TTL_MS,
+  EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
+} from "../policy";
 
 /**
  * Changing the address: a code to the new address (change-email), then the switch with it
@@ -130,7 +137,8 @@ export const emailChange = new Hono<AppEnv>()
       ...bearer,
       summary: "Confirm the new e-mail address",
       description:
-        "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
+        "Switches the address to the one the code was mailed to and ends every other session. The old address is mailed a notice with the " +
+        `undo (POST /auth/revert-email-change, ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days), the new one a confirmation; both say what an undo would remove.`,
       requestExample: { token: "123456" },
       responses: {
         "200": text("Changed", AuthMessage.emailChanged),
@@ -165,9 +173,10 @@ export const emailChange = new Hono<AppEnv>()
       const { code, newEmail } = proof.proven;
       const revert = await newRevertToken();
       const change = { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash };
+      const changedAt = Date.now();
       const switched = await endSessions(
         c,
-        (ending) => switchEmail(ending, change, Date.now()),
+        (ending) => switchEmail(ending, change, changedAt),
         (ok) => ok && caller.userId,
       );
       if (!switched) {
@@ -177,10 +186,14 @@ export const emailChange = new Hono<AppEnv>()
           : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-      await sendEmailChangedNotice(requestMailer(c, caller.userId), account.email, newEmail, {
-        link: undoLink(c.var.config.appUrl, c.req.url, revert.token),
-        token: revert.token,
-      });
+      const mailer = requestMailer(c, caller.userId);
+      // What an undo would remove from (revert-store.ts): the notices name it.
+      const since = changedAt - EMAIL_CHANGE_LOOKBACK_MS;
+      const undo = { link: undoLink(c.var.config.appUrl, c.req.url, revert.token), token: revert.token };
+      await Promise.all([
+        sendEmailChangedNotice(mailer, account.email, { newEmail, since }, undo),
+        sendEmailChangeConfirmedNotice(mailer, newEmail, { oldEmail: account.email, since }),
+      ]);
       return c.text(AuthMessage.emailChanged, 200);
     },
   );

@@ -1,10 +1,11 @@
-import { and, eq, getTableColumns, gt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, getTableColumns, gt, ne, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
 import type { Database } from "../../types";
 import type { Context } from "hono";
 import type { AccessClaims } from "../../lib/access-token";
 import { callerSession, liveSession, type CallerEnv } from "../caller";
-import { emailChangeReverts, oauthIdentities, passkeys, sessions, users } from "../schema";
+import { emailChangeReverts, mfaFactors, oauthIdentities, passkeys, sessions, users } from "../schema";
+import { EMAIL_CHANGE_LOOKBACK_MS, EMAIL_CHANGE_REVERT_PROVEN_TTL_MS } from "../policy";
 import { NO_PASSWORD } from "../../lib/password";
 import { factorFields, factorOf, type Factor } from "./factor";
 
@@ -73,6 +74,27 @@ export function otherWayIn(userId: number, except: WayIn): SQL {
   return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
     OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), otherIdentity)})
     OR EXISTS (SELECT 1 FROM ${passkeys} WHERE ${and(eq(passkeys.userId, userId), otherPasskey)}))`;
+}
+
+/**
+ * The statement that narrows the undo of the account's e-mail changes to EMAIL_CHANGE_REVERT_PROVEN_TTL_MS from
+ * `now`, when the account signs in with `factor` (one of its passkeys, or its TOTP) and that factor predates what the
+ * undo would remove (EMAIL_CHANGE_LOOKBACK_MS before the change) and is not the changing session's: the new address's
+ * holder has proven with something a phisher holding the password does not have (docs/threat-model/email-change.md).
+ * For a sign-in's batch; it changes nothing when no undo is live or the factor is newer.
+ */
+export function provenSinceChange(db: Database, userId: number, factor: { passkeyId: string } | "totp", now: number) {
+  const since = sql`${emailChangeReverts.createdAt} - ${EMAIL_CHANGE_LOOKBACK_MS}`;
+  const notTheChangers = (addedBy: AnyColumn) =>
+    sql`(${addedBy} IS NULL OR ${addedBy} IS NOT ${emailChangeReverts.sessionId})`;
+  const older =
+    factor === "totp"
+      ? sql`EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${and(eq(mfaFactors.userId, userId), eq(mfaFactors.kind, "totp"), eq(mfaFactors.status, "active"))} AND ${mfaFactors.createdAt} < ${since} AND ${notTheChangers(mfaFactors.addedBySession)})`
+      : sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${and(eq(passkeys.id, factor.passkeyId), eq(passkeys.userId, userId))} AND ${passkeys.createdAt} < ${since} AND ${notTheChangers(passkeys.addedBySession)})`;
+  return db
+    .update(emailChangeReverts)
+    .set({ expiresAt: sql`MIN(${emailChangeReverts.expiresAt}, ${now + EMAIL_CHANGE_REVERT_PROVEN_TTL_MS})` })
+    .where(and(eq(emailChangeReverts.userId, userId), gt(emailChangeReverts.expiresAt, now), older));
 }
 
 /** What a new account is made with; every other column takes its default. */

@@ -2,17 +2,16 @@ import type { Context } from "hono";
 import type { Config } from "../../config";
 import { clientKey } from "../../lib/client-key";
 import { maskEmail, type Logger } from "../../lib/log";
-import { DAY } from "../../lib/units";
 import { sendEmail, type Mail } from "../../lib/mail";
 import type { AppEnv, Database } from "../../types";
 import { claimMailBudget, type Audience } from "../limits/mail-budget";
-import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
+import { WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
- * Every mail of the accounts area, subject and text side by side: plain text, like the spec's
- * verification mail. None of them throws (see sendEmail); each names its kind, which names the log events
- * (`<kind>_mail_sent`, `<kind>_mail_failed`), and its audience, which decides the budget it draws on: mail
- * to an address nobody has proven may spend only part of it (limits/mail-budget.ts).
+ * Every mail of the accounts area, subject and text side by side (those of an address's change and its undo in
+ * address-mails.ts): plain text, like the spec's verification mail. None of them throws (see sendEmail); each names
+ * its kind, which names the log events (`<kind>_mail_sent`, `<kind>_mail_failed`), and its audience, which decides
+ * the budget it draws on: mail to an address nobody has proven may spend only part of it (limits/mail-budget.ts).
  */
 
 /** The request's mailer: the configured account, within the deployment's mail budget (limits/mail-budget.ts). */
@@ -135,45 +134,6 @@ export function sendPasswordChangedNotice(
     linkedSignInsLine(providers),
   ].join("\n");
   return mailer.send({ to, subject: "Your Password Was Changed", text }, "password_changed", "verified");
-}
-
-/** To the new address, which the code proves. */
-export function sendEmailChangeCode(mailer: AccountsMailer, to: string, code: string): Promise<void> {
-  const text = `Your email change confirmation code is: ${code}`;
-  return mailer.send({ to, subject: "Confirm Your New Email Address", text }, "email_change", "unverified");
-}
-
-/**
- * To the old address, once the change is done: a link that undoes it (APP_URL's page, or the API's own:
- * account/email-revert.ts), and the token itself for apps.
- */
-export function sendEmailChangedNotice(
-  mailer: AccountsMailer,
-  to: string,
-  newEmail: string,
-  undo: { link: string; token: string },
-): Promise<void> {
-  const text = [
-    `The email address of your account was changed to ${maskEmail(newEmail)}.`,
-    `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days: ${undo.link}`,
-    "Undoing it also signs out every session and clears the password, which you then set again with forgot-password.",
-    `Apps undo it with POST /auth/revert-email-change and this revert token: ${undo.token}`,
-  ].join("\n");
-  return mailer.send({ to, subject: "Your Email Address Was Changed", text }, "email_changed", "verified");
-}
-
-/** To the address an undone change had given the account: it is no longer the account's. */
-export function sendEmailChangeRevertedNotice(
-  mailer: AccountsMailer,
-  to: string,
-  restoredEmail: string,
-): Promise<void> {
-  const text = [
-    `The email address of your account was changed back to ${maskEmail(restoredEmail)} with the undo link mailed to that address, so this address no longer signs in.`,
-    "Every session was signed out, the password cleared and any second factor or passkey added since the change removed.",
-    "If this was not you, someone who holds that mailbox has taken the account: contact us at once.",
-  ].join("\n");
-  return mailer.send({ to, subject: "Your Email Address Was Changed Back", text }, "email_change_reverted", "verified");
 }
 
 /** Two-factor authentication was turned on, and the account's other sessions ended. */

@@ -88,7 +88,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       if ("refused" in confirmed) return confirmed.refused;
       const secret = newTotpSecret();
       if (
-        !(await enrolPending(c.var.db, confirmed.account.id, await seal(secret, c.var.config.mfaKeys[0]!), Date.now()))
+        !(await enrolPending(
+          c.var.db,
+          confirmed.account.id,
+          await seal(secret, c.var.config.mfaKeys[0]!),
+          Date.now(),
+          c.var.caller.sessionId,
+        ))
       ) {
         return c.text(AuthMessage.mfaAlreadyActive, 409);
       }

@@ -14,6 +14,7 @@ import { parseAmr, readDetail, signIn } from "../core/gate";
 import { claimChallengeTry, useChallenge } from "../core/pending";
 import { checkSecondFactor } from "../core/factor-check";
 import { accountFactor, isActive } from "../core/factor";
+import { provenSinceChange } from "../core/accounts";
 import { LOGIN_FAILURES_BEFORE_LOCK, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 
 /** The rules of a TOTP code, as every route that takes one states them. */
@@ -56,7 +57,9 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
     detail: readDetail(challenged.detail),
     factorDue: false as const,
   };
-  return signIn(c, proof, [counter.release(claim.lockedUntil)]);
+  // A TOTP code of a factor from before an e-mail change proves the owner: the change's undo window narrows.
+  const proven = check.proven === "otp" ? [provenSinceChange(db, challenged.userId, "totp", now)] : [];
+  return signIn(c, proof, [counter.release(claim.lockedUntil), ...proven]);
 }
 
 export const mfaVerify = new Hono<AppEnv>().post(

@@ -10,6 +10,7 @@ import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
 import { readDeviceToken } from "../core/devices";
 import { jwtSecretOf } from "../caller";
 import { signIn, type CompleteProof } from "../core/gate";
+import { provenSinceChange } from "../core/accounts";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
 import { claimSignIn, markCounterRegressed, recordSignIn, storeSignInChallenge } from "./store";
@@ -65,7 +66,8 @@ async function passkeySignIn(
     factorDue: false,
   };
   log.info("passkey_sign_in", { userId: passkey.userId, passkeyId: passkey.id });
-  return signIn(c, proof);
+  // A passkey from before an e-mail change proves the owner: the change's undo window narrows.
+  return signIn(c, proof, [provenSinceChange(db, passkey.userId, { passkeyId: passkey.id }, now)]);
 }
 
 /** Signing in with a passkey: the options (anyone may ask), then the assertion. See docs/passkeys.md. */
