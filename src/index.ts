@@ -4,6 +4,7 @@ import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
 import { wellKnown } from "./auth/passkeys/well-known";
 import { authArea } from "./auth/area";
+import { auditTrail } from "./audit/requests";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./openapi/document";
@@ -72,7 +73,7 @@ const app = new Hono<AppEnv>()
   // take the caller's live session from auth/caller.ts; accounts are handed what an account owns in notes, to
   // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
   // may be watching an account's notes (the live sockets pull after a write).
-  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
+  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded, audit: auditTrail("user") }))
   .route("/notes", notesArea({ watchers: notesWatchers }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).

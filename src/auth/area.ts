@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
@@ -23,29 +23,35 @@ import { AUTH_BODY_LIMIT_BYTES } from "./policy";
 export type SessionsEnded = (env: Bindings, userId: number) => Promise<void>;
 
 /**
- * What the accounts area is handed at wiring time (index.ts): what other areas keep for an account, and who
- * hears that sessions ended.
+ * What the accounts area is handed at wiring time (index.ts): what other areas keep for an account, who hears that
+ * sessions ended, and the audit log's writer (it sets `c.var.audit` for each request).
  */
 export interface AuthSeams {
   ownedElsewhere: OwnedElsewhere;
   sessionsEnded: SessionsEnded;
+  audit: MiddlewareHandler<AppEnv>;
+}
+
+/**
+ * The one door that ends sessions (core/sessions.ts, endSessions) calls `c.var.sessionsEnded(userId)` once its write
+ * has committed; the listener runs after the answer (waitUntil).
+ */
+function tellingSessionsEnded(sessionsEnded: SessionsEnded): MiddlewareHandler<AppEnv> {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    c.set("sessionsEnded", (userId) => c.executionCtx.waitUntil(sessionsEnded(c.env, userId)));
+    await next();
+  });
 }
 
 /**
  * The accounts area: one sub-app per capability, mounted at /auth, behind its body limit and per-client
  * limit. Its answers carry tokens or personal data, or say whether an address has an account: none is cached.
  */
-export function authArea({ ownedElsewhere, sessionsEnded }: AuthSeams) {
+export function authArea({ ownedElsewhere, sessionsEnded, audit }: AuthSeams) {
   const auth = new Hono<AppEnv>()
     .use(noStore())
-    // The one door that ends sessions (core/sessions.ts, endSessions) calls `c.var.sessionsEnded(userId)`
-    // once its write has committed; the listener runs after the answer (waitUntil).
-    .use(
-      createMiddleware<AppEnv>(async (c, next) => {
-        c.set("sessionsEnded", (userId) => c.executionCtx.waitUntil(sessionsEnded(c.env, userId)));
-        await next();
-      }),
-    )
+    .use(tellingSessionsEnded(sessionsEnded))
+    .use(audit)
     .use(limitBody(AUTH_BODY_LIMIT_BYTES, AuthMessage.bodyTooLarge))
     .use(
       clientRateLimit(

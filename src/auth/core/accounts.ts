@@ -12,6 +12,24 @@ import { factorFields, factorOf, type Factor } from "./factor";
  * provider's first sign-in alike), the columns every password write sets, and whether an address is taken.
  */
 
+/** A ban without an end (`until: null`) is stored as the last millisecond of year 9999: the API shows that date. */
+export const BANNED_FOREVER = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** The condition that the account (a row of `users` in the statement) is not suspended at `now`. */
+export function notSuspended(now: number): SQL {
+  return sql`(${users.bannedUntil} IS NULL OR ${users.bannedUntil} <= ${now})`;
+}
+
+/** Whether a ban read from the account's row (`banned_until`) holds at `now`. */
+export function isSuspended(bannedUntil: number | null | undefined, now: number): boolean {
+  return bannedUntil !== null && bannedUntil !== undefined && bannedUntil > now;
+}
+
+/** The account's ban as it stands: read in the batch of a sign-in to tell a suspension from the other refusals. */
+export function banOf(db: Database, userId: number) {
+  return db.select({ bannedUntil: users.bannedUntil }).from(users).where(eq(users.id, userId));
+}
+
 /** The account a sign-in by address reads, with its factor: one row or none. */
 export function accountByEmail(db: Database, email: string) {
   return db

@@ -6,6 +6,7 @@ import { randomId } from "../../lib/crypto";
 import { refreshTokenFor, type RefreshClaims } from "../../lib/refresh-token";
 import type { AppEnv, Database } from "../../types";
 import { callerSession, liveSession, sessionCheck, type CallerRef } from "../caller";
+import { notSuspended } from "./accounts";
 import type { TokensJson } from "../shapes";
 import { REFRESH_GRACE_MS, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "../policy";
 
@@ -34,7 +35,8 @@ export interface NewSession {
 /**
  * A new session, whose id is the access token's `sid`: created only while the account's sign-in epoch is
  * still the one the proof read, so a sign-in racing a password reset or change, or the deletion of the
- * account, starts no session (and hits no foreign key). Returns nothing then.
+ * account, starts no session (and hits no foreign key), and only while the account is not suspended, read in
+ * this same statement, so a ban committed before it leaves no session behind. Returns nothing then.
  */
 export function createSession(db: Database, session: NewSession, now: number) {
   const id = randomId();
@@ -57,10 +59,15 @@ export function createSession(db: Database, session: NewSession, now: number) {
           detail: sql<string | null>`${session.detail}`.as("detail"),
         })
         .from(users)
-        .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch))),
+        .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch), notSuspended(now))),
     )
     .returning({ id: sessions.id });
   return { id, query };
+}
+
+/** The condition that session `id` exists (a statement after its INSERT: it was opened). */
+export function sessionExists(id: string): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${sessions.id} = ${id})`;
 }
 
 /**
