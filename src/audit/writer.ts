@@ -105,7 +105,14 @@ export function trailOf(context: TrailContext, queued: string[] = []): AuditTrai
         .where(and(when, sql`${userId} IS NOT NULL`)),
     );
     // The deleted account's events are closed with it: a later account given its id does not see them.
-    const close = deleted ? [db.update(auditEvents).set({ closed: true }).where(and(eq(auditEvents.userId, userId), when))] : [];
+    const close = deleted
+      ? [
+          db
+            .update(auditEvents)
+            .set({ closed: true })
+            .where(and(eq(auditEvents.userId, userId), when)),
+        ]
+      : [];
     if (!subscribed(context.webhooks, event.type)) return [...close, insert];
     queued.push(id);
     return [...close, insert, outboxRow(db, id)];

@@ -6,7 +6,7 @@ import { noStore } from "../lib/security-headers";
 import type { AppEnv, Bindings } from "../types";
 import { accountDeletion, accountRoutes } from "./account/routes";
 import { emailRevert } from "./account/email-revert";
-import type { OwnedElsewhere } from "./account/store";
+import type { OwnedElsewhere } from "./core/accounts";
 import { AuthMessage } from "./messages";
 import { mfaRoutes } from "./mfa/routes";
 import { passkeyRoutes } from "./passkeys/routes";

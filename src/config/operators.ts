@@ -51,7 +51,9 @@ function webhookEvents(raw: string | undefined): readonly EventType[] | "*" {
   if (names.length === 0 || (names.length === 1 && names[0] === "*")) return "*";
   const unknown = names.filter((name) => !isEventType(name));
   if (unknown.length > 0)
-    throw new ConfigError(`WEBHOOK_EVENTS must be * or event types separated by commas; unknown: ${unknown.join(", ")}`);
+    throw new ConfigError(
+      `WEBHOOK_EVENTS must be * or event types separated by commas; unknown: ${unknown.join(", ")}`,
+    );
   return names.filter(isEventType);
 }
 

@@ -1,7 +1,9 @@
 import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Context } from "hono";
+import type { EventData } from "../../audit/events";
 import { batchOf } from "../../db/client";
+import { describeError } from "../../lib/log";
 import { SECOND } from "../../lib/units";
 import type { AppEnv } from "../../types";
 import { jwtSecretOf } from "../caller";
@@ -95,12 +97,25 @@ export async function signIn(c: Context<AppEnv>, proof: SignInProof, alongside: 
 }
 
 /**
- * The refusal of a suspended account (an operator's ban, admin API): 403, and a failed sign-in in its audit trail.
+ * Records a failed sign-in of account `userId` (at most FAILED_SIGN_INS_PER_HOUR events an hour, audit/writer.ts),
+ * after the answer: a write the answer waited for would make a wrong password of an account slower than one of an
+ * unknown address, and tell them apart.
  */
-async function suspended(c: Context<AppEnv>, proof: SignInProof) {
+export function recordFailedSignIn(c: Context<AppEnv>, userId: number, data: EventData): void {
+  const { db, log, audit } = c.var;
+  c.executionCtx.waitUntil(
+    batchOf(db, audit.failedSignIn(userId, data)).then(
+      () => undefined,
+      (err: unknown) => log.warn("audit_write_failed", { type: "user.sign_in_failed", userId, ...describeError(err) }),
+    ),
+  );
+}
+
+/** The refusal of a suspended account (an operator's ban, admin API): 403, and a failed sign-in in its audit trail. */
+function suspended(c: Context<AppEnv>, proof: SignInProof) {
   const { account, amr } = proof;
   c.var.log.warn("sign_in_suspended", { userId: account.id });
-  await batchOf(c.var.db, c.var.audit.failedSignIn(account.id, { reason: "suspended", amr: [...amr] }));
+  recordFailedSignIn(c, account.id, { reason: "suspended", amr: [...amr] });
   return c.text(AuthMessage.accountSuspended, 403);
 }
 

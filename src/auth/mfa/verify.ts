@@ -9,7 +9,7 @@ import { loginCounter } from "../limits/login";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag } from "../openapi";
 import { MfaVerifyBody } from "../requests";
-import { parseAmr, readDetail, signIn } from "../core/gate";
+import { parseAmr, readDetail, recordFailedSignIn, signIn } from "../core/gate";
 import { claimChallengeTry, useChallenge } from "../core/pending";
 import { checkSecondFactor } from "../core/factor-check";
 import { accountFactor, isActive } from "../core/factor";
@@ -39,6 +39,7 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
   if ("capped" in check) return tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped);
   if ("refused" in check) {
     log.warn("mfa_verify_failed", { userId: challenged.userId });
+    recordFailedSignIn(c, challenged.userId, { reason: "second_factor" });
     return c.text(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
   }
   // The token's first success uses it up; a concurrent one that also passed its check gets nothing.

@@ -9,7 +9,7 @@ import { accountErrors, accountsTag } from "../openapi";
 import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
 import { readDeviceToken } from "../core/devices";
 import { jwtSecretOf } from "../caller";
-import { signIn, type CompleteProof } from "../core/gate";
+import { recordFailedSignIn, signIn, type CompleteProof } from "../core/gate";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
 import { claimSignIn, recordSignIn, storeSignInChallenge } from "./store";
@@ -31,6 +31,7 @@ async function passkeySignIn(
   const now = Date.now();
   const refuse = (why: string, userId?: number) => {
     log.warn("passkey_sign_in_refused", { why, ...(userId !== undefined && { userId }) });
+    if (userId !== undefined) recordFailedSignIn(c, userId, { reason: "passkey" });
     return c.text(AuthMessage.invalidPasskey, 401);
   };
   const challenge = challengeOf(response.response.clientDataJSON);

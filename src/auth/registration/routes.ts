@@ -148,7 +148,8 @@ export const registration = new Hono<AppEnv>()
       }
       if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
 
-      if (!(await markVerified(db, c.var.audit, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
+      if (!(await markVerified(db, c.var.audit, claim.userId, claim.code)))
+        return c.text(AuthMessage.invalidToken, 401);
       log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
       return c.text(AuthMessage.emailVerified, 200);
     },
