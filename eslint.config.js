@@ -14,17 +14,25 @@ const projects = [
   // Tests that run inside the Workers runtime (vitest-plugin types).
   {
     files: ["test/**/*.ts"],
-    ignores: ["test/global-setup.ts", "test/smtp/**", "test/oauth/**", "test/e2e/**", "test/scripts/**"],
+    ignores: [
+      "test/global-setup.ts",
+      "test/smtp/**",
+      "test/oauth/**",
+      "test/webhooks/**",
+      "test/e2e/**",
+      "test/scripts/**",
+    ],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the end-to-end tests, the
-  // dev scripts and their tests.
+  // Node side: config files, vitest's global setup, its SMTP servers, sign-in providers and webhook receiver, the
+  // end-to-end tests, the dev scripts and their tests.
   {
     files: [
       "*.ts",
       "test/global-setup.ts",
       "test/smtp/**/*.ts",
       "test/oauth/**/*.ts",
+      "test/webhooks/**/*.ts",
       "test/e2e/**/*.ts",
       "test/scripts/**/*.ts",
       "scripts/**/*.ts",

@@ -1,4 +1,5 @@
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { EVENT_TYPES } from "../lib/event-types";
 
 /**
  * The audit log's tables (docs/operations.md, "Audit log"). Only src/audit/ names them; the other areas write events
@@ -12,7 +13,7 @@ export const auditEvents = sqliteTable(
   {
     // `evt_` and 128 random bits in hex: the event's id, and its webhook's `webhook-id`.
     id: text("id").primaryKey(),
-    type: text("type").notNull(),
+    type: text("type", { enum: EVENT_TYPES }).notNull(),
     userId: integer("user_id").notNull(),
     actor: text("actor", { enum: ["user", "admin", "system"] }).notNull(),
     // Milliseconds since the epoch.

@@ -156,21 +156,24 @@ export function trailOf(context: TrailContext, queued: string[] = []): AuditTrai
   function recordEach(type: EventType, rows: SQL): BatchItem<"sqlite">[] {
     const now = Date.now();
     const deleted = type === "user.deleted";
-    const insert = db.insert(auditEvents).select(
-      db
-        .select({
-          id: sql<string>`'evt_' || lower(hex(randomblob(16)))`.as("id"),
-          type: sql<string>`${type}`.as("type"),
-          userId: sql<number>`source.user_id`.as("user_id"),
-          actor: sql<Actor>`${context.actor}`.as("actor"),
-          at: sql<number>`${now}`.as("at"),
-          ip: sql<string | null>`${context.ip}`.as("ip"),
-          userAgent: sql<string | null>`${context.userAgent}`.as("user_agent"),
-          data: sql<string>`source.data`.as("data"),
-          closed: sql<boolean>`${deleted ? 1 : 0}`.as("closed"),
-        })
-        .from(sql`(${rows}) AS source`),
-    );
+    const insert = db
+      .insert(auditEvents)
+      .select(
+        db
+          .select({
+            id: sql<string>`'evt_' || lower(hex(randomblob(16)))`.as("id"),
+            type: sql<string>`${type}`.as("type"),
+            userId: sql<number>`source.user_id`.as("user_id"),
+            actor: sql<Actor>`${context.actor}`.as("actor"),
+            at: sql<number>`${now}`.as("at"),
+            ip: sql<string | null>`${context.ip}`.as("ip"),
+            userAgent: sql<string | null>`${context.userAgent}`.as("user_agent"),
+            data: sql<string>`source.data`.as("data"),
+            closed: sql<boolean>`${deleted ? 1 : 0}`.as("closed"),
+          })
+          .from(sql`(${rows}) AS source`),
+      )
+      .returning({ id: auditEvents.id });
     const close = deleted
       ? [
           db

@@ -5,6 +5,7 @@ import { clientRateLimit, limitBody } from "../lib/request-limits";
 import { noStore } from "../lib/security-headers";
 import type { AppEnv, Bindings } from "../types";
 import { accountDeletion, accountRoutes } from "./account/routes";
+import { adminUsers } from "./admin/routes";
 import { emailRevert } from "./account/email-revert";
 import type { OwnedElsewhere } from "./core/accounts";
 import { AuthMessage } from "./messages";
@@ -74,4 +75,12 @@ export function authArea({ ownedElsewhere, sessionsEnded, audit }: AuthSeams) {
   // type (and with it the typed client) lists only the methods that exist.
   for (const [path, allow] of allowedMethods(auth.routes)) auth.all(path, methodNotAllowed(allow));
   return auth;
+}
+
+/**
+ * The admin API's accounts (/admin/users), which index.ts mounts at /admin behind the admin token (lib/admin.ts), with
+ * the same seams: sessions a ban or a sign-out ends are told to the live sockets; its events are the admin's.
+ */
+export function authAdmin({ ownedElsewhere, sessionsEnded, audit }: AuthSeams) {
+  return new Hono<AppEnv>().use(tellingSessionsEnded(sessionsEnded)).use(audit).route("/", adminUsers(ownedElsewhere));
 }
