@@ -12,6 +12,8 @@ declare global {
       SMTP: SmtpFixture;
       OAUTH: OAuthFixture;
       WEBHOOKS: WebhookFixture;
+      /** The admin API's token of the suite (vitest.config.ts). */
+      ADMIN_TOKEN: string;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;
