@@ -10,7 +10,10 @@ import type { SessionEnding } from "../core/sessions";
 
 /** The SQL of the admin API's accounts: the list, one account with its sessions, a ban and its end, sign-out, deletion. */
 
-/** What an operator sees of an account (AdminUser), read in one statement. */
+/**
+ * What an operator sees of an account (AdminUser), read in one statement. The subqueries compare with eq(), which
+ * names the table of each column: in a select from one table, drizzle writes a column in an sql`` template bare.
+ */
 const userFields = {
   id: users.id,
   email: users.email,
@@ -19,9 +22,9 @@ const userFields = {
   bannedUntil: users.bannedUntil,
   hasPassword: sql<number>`${users.password} <> ${NO_PASSWORD}`.as("has_password"),
   mfa: sql<number>`coalesce(${factorFields.totpStatus} = 'active', 0)`.as("mfa"),
-  passkeys: sql<number>`(SELECT count(*) FROM ${passkeys} WHERE ${passkeys.userId} = ${users.id})`.as("passkey_count"),
+  passkeys: sql<number>`(SELECT count(*) FROM ${passkeys} WHERE ${eq(passkeys.userId, users.id)})`.as("passkey_count"),
   identities:
-    sql<string>`(SELECT json_group_array(${oauthIdentities.provider}) FROM ${oauthIdentities} WHERE ${oauthIdentities.userId} = ${users.id})`.as(
+    sql<string>`(SELECT json_group_array(${oauthIdentities.provider}) FROM ${oauthIdentities} WHERE ${eq(oauthIdentities.userId, users.id)})`.as(
       "identity_list",
     ),
   lastSignInAt: users.lastSignInAt,
