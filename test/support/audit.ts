@@ -17,10 +17,10 @@ interface EventRow extends Omit<StoredEvent, "data"> {
   data: string;
 }
 
-/** The events of account `userId` (every type, or those of `type`), oldest first, read with plain SQL. */
+/** The events of account `userId` (every type, or those of `type`) in the order they were written, read with plain SQL. */
 export async function eventsOf(userId: number, type?: string): Promise<StoredEvent[]> {
   const { results } = await env.DB.prepare(
-    "SELECT * FROM audit_events WHERE user_id = ?1 AND (?2 IS NULL OR type = ?2) ORDER BY at, rowid",
+    "SELECT * FROM audit_events WHERE user_id = ?1 AND (?2 IS NULL OR type = ?2) ORDER BY rowid",
   )
     .bind(userId, type ?? null)
     .all<EventRow>();
