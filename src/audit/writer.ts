@@ -138,7 +138,7 @@ export function trailOf(context: TrailContext, queued: string[] = []): AuditTrai
           },
         }),
       ...record(
-        { type: "user.sign_in_failed", userId, data },
+        { id, type: "user.sign_in_failed", userId, data },
         sql`EXISTS (SELECT 1 FROM ${failedSignInWindows} WHERE ${and(ofUser, eq(lastEventId, id))})`,
       ),
       // Past the limit, the window's last event counts the failures after it.

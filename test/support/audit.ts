@@ -17,12 +17,24 @@ interface EventRow extends Omit<StoredEvent, "data"> {
   data: string;
 }
 
-/** The events of account `userId` (every type, or those of `type`) in the order they were written, read with plain SQL. */
+/**
+ * The events of account `userId` (every type, or those of `type`) in the order they were written, read with plain SQL:
+ * those of the account as it is now (an id can come back after a deletion: a deleted account's events are closed).
+ */
 export async function eventsOf(userId: number, type?: string): Promise<StoredEvent[]> {
+  return events(userId, type, 0);
+}
+
+/** The events of the deleted account that had the id `userId` (closed with it). */
+export async function eventsOfDeleted(userId: number, type?: string): Promise<StoredEvent[]> {
+  return events(userId, type, 1);
+}
+
+async function events(userId: number, type: string | undefined, closed: number): Promise<StoredEvent[]> {
   const { results } = await env.DB.prepare(
-    "SELECT * FROM audit_events WHERE user_id = ?1 AND (?2 IS NULL OR type = ?2) ORDER BY rowid",
+    "SELECT * FROM audit_events WHERE user_id = ?1 AND (?2 IS NULL OR type = ?2) AND closed = ?3 ORDER BY rowid",
   )
-    .bind(userId, type ?? null)
+    .bind(userId, type ?? null, closed)
     .all<EventRow>();
   return results.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }));
 }
