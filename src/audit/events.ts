@@ -30,6 +30,8 @@ export interface NewEvent {
   data?: EventData;
   /** Set it (newEventId) to name the event in a later statement's condition (AuditTrail.recorded). */
   id?: string;
+  /** The change's own time, when it stores one (a session's, an account's creation); now when absent. */
+  at?: number;
 }
 
 /**

@@ -95,7 +95,7 @@ export function trailOf(context: TrailContext, queued: string[] = []): AuditTrai
           type: sql<string>`${event.type}`.as("type"),
           userId: sql<number>`${userId}`.as("user_id"),
           actor: sql<Actor>`${event.actor ?? context.actor}`.as("actor"),
-          at: sql<number>`${Date.now()}`.as("at"),
+          at: sql<number>`${event.at ?? Date.now()}`.as("at"),
           ip: sql<string | null>`${context.ip}`.as("ip"),
           userAgent: sql<string | null>`${context.userAgent}`.as("user_agent"),
           data: sql<string>`${dataJson(event.data)}`.as("data"),

@@ -174,6 +174,7 @@ async function openSession(c: Context<AppEnv>, proof: SignInProof, alongside: Ba
     {
       type: "user.signed_in",
       userId: account.id,
+      at: now,
       data: { amr: [...amr], session_id: session.id, ...(detail?.provider && { provider: detail.provider }) },
     },
     opened,

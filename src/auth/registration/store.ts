@@ -25,6 +25,7 @@ export async function createAccount(
     ...audit.record(
       {
         type: "user.registered",
+        at: now,
         userId: sql`(SELECT ${users.id} FROM ${users} WHERE ${users.email} = ${email})`,
         data: { email, method: "password" },
       },
