@@ -102,6 +102,7 @@ export const adminErrors: Record<string, Json> = {
     headers: { "WWW-Authenticate": { description: '`Bearer realm="admin"`', schema: { type: "string" } } },
   },
   "404": adminErrorAnswer("ADMIN_TOKEN is not set (every /admin path is then a 404)", AdminMessage.notFound),
+  "413": adminErrorAnswer(`Body over ${ADMIN_BODY_LIMIT_BYTES / KiB} KiB`, AdminMessage.bodyTooLarge),
   "429": throttled(adminErrorAnswer("Too many wrong admin tokens from this client", AdminMessage.throttled)),
   "500": adminErrorAnswer("Unexpected failure", AdminMessage.internalError),
   "503": adminErrorAnswer("ADMIN_TOKEN is set but unusable (shorter than 32 characters)", AdminMessage.unavailable),

@@ -7,7 +7,7 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { loginCounter } from "../limits/login";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag } from "../openapi";
+import { accountErrors, accountsTag, suspendedAnswer } from "../openapi";
 import { MfaVerifyBody } from "../requests";
 import { parseAmr, readDetail, recordFailedSignIn, signIn } from "../core/gate";
 import { claimChallengeTry, useChallenge } from "../core/pending";
@@ -68,6 +68,7 @@ export const mfaVerify = new Hono<AppEnv>().post(
     responses: {
       "200": json("Logged in", ref("Login")),
       "400": text("Missing or malformed fields", AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings, ...badJson),
+      "403": suspendedAnswer,
       "401": text(
         "Wrong code, a code already used, or an unknown, used, expired or exhausted mfa_token",
         AuthMessage.invalidMfaCode,

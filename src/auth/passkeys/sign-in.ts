@@ -5,7 +5,7 @@ import type { WebAuthnConfig } from "../../config";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag } from "../openapi";
+import { accountErrors, accountsTag, suspendedAnswer } from "../openapi";
 import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
 import { readDeviceToken } from "../core/devices";
 import { jwtSecretOf } from "../caller";
@@ -118,6 +118,7 @@ export const passkeySignInRoutes = new Hono<AppEnv>()
           AuthMessage.passkeyResponseInvalid,
           ...badJson,
         ),
+        "403": suspendedAnswer,
         "401": text(
           "An unknown passkey; a used, expired or registration challenge; another origin or RP ID; no user verification; a bad signature; " +
             "a counter that did not move forward (unless it stays 0); a userHandle of another account",

@@ -130,7 +130,11 @@ export const sessionRoutes = new Hono<AppEnv>()
           ...badJson,
         ),
         "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
-        "403": text("E-mail not verified", AuthMessage.notVerified),
+        "403": text(
+          "E-mail not verified, or the account suspended (admin API)",
+          AuthMessage.notVerified,
+          AuthMessage.accountSuspended,
+        ),
         ...accountErrors,
         "429": throttled(
           text(
