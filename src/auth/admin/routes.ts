@@ -50,176 +50,179 @@ const notFound = {
   "404": adminErrorAnswer("No account has this id (or ADMIN_TOKEN is not set)", AdminMessage.userNotFound),
 };
 
+/** Reading accounts: the list, and one account with its sessions. */
+const reads = new Hono<AppEnv>()
+  .get(
+    "/users",
+    describeRoute({
+      ...adminOperation,
+      summary: "List accounts",
+      description: `By id. \`email\` keeps the accounts whose address is it or starts with it; pages of \`limit\` (default ${USERS_PAGE}).`,
+      responses: {
+        "200": adminJson("A page of accounts", ref("AdminUserPage")),
+        "400": adminErrorAnswer("A malformed parameter", BanMessage.email, limitMessage(MAX_USERS_PAGE), InvalidCursor),
+        ...adminErrors,
+      },
+    }),
+    queryParams(UsersQuery),
+    async (c) => {
+      const { email, limit = USERS_PAGE, cursor } = c.req.valid("query");
+      const after = cursor === undefined ? undefined : readUsersCursor(cursor)![0];
+      const now = Date.now();
+      const rows = await usersPage(c.var.db, { email: email && normalizeEmail(email), after, limit });
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      const next = rows.length > limit && last ? writeCursor([last.id]) : null;
+      return c.json({ users: page.map((row) => userJson(row, now)), next_cursor: next }, 200);
+    },
+  )
+
+  .get(
+    "/users/:id",
+    describeRoute({
+      ...adminOperation,
+      summary: "One account and its live sessions",
+      parameters: idParameter,
+      responses: { "200": adminJson("The account", ref("AdminUserDetail")), ...badId, ...adminErrors, ...notFound },
+    }),
+    async (c) => {
+      const userId = userIdOf(c);
+      if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
+      const now = Date.now();
+      const found = await userDetail(c.var.db, userId, now);
+      if (!found) return adminError(c, 404, AdminMessage.userNotFound);
+      const sessions = found.sessions.map((session) => ({
+        id: session.id,
+        created_at: iso(session.createdAt),
+        last_used_at: iso(session.lastUsedAt),
+        amr: session.amr.split(" "),
+        user_agent: session.userAgent,
+      }));
+      return c.json({ ...userJson(found.user, now), sessions }, 200);
+    },
+  );
+
+/** Suspending an account, ending the suspension, signing it out. */
+const actions = new Hono<AppEnv>()
+  .post(
+    "/users/:id/ban",
+    describeRoute({
+      ...adminOperation,
+      summary: "Suspend an account",
+      description:
+        "At once, every session of the account ends (its access and refresh tokens answer 401, its live sockets close with 4001), and every " +
+        "way in (password, code, passkey, social sign-in) answers 403 until `until` passes or an unban. Records `user.banned`; banning again " +
+        `replaces the end and the reason (at most ${MAX_BAN_REASON_CHARS} characters).`,
+      parameters: idParameter,
+      requestExample: { until: "2026-12-31T00:00:00Z", reason: "Spam" },
+      responses: {
+        "200": adminJson("Suspended: the account as it is now", ref("AdminUser")),
+        "400": adminErrorAnswer(
+          "Malformed body or id, or an end in the past",
+          BanMessage.until,
+          BanMessage.untilPast,
+          BanMessage.reason,
+          AdminMessage.invalidUserId,
+          ...badJson,
+        ),
+        ...adminErrors,
+        ...notFound,
+      },
+    }),
+    jsonBody(BanBody),
+    async (c) => {
+      const userId = userIdOf(c);
+      if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
+      const { until: raw, reason } = c.req.valid("json");
+      const now = Date.now();
+      const until = raw === null ? null : Date.parse(raw);
+      if (until !== null && until <= now) return adminError(c, 400, BanMessage.untilPast);
+      const user = await endSessions(
+        c,
+        (ending) => banUser(ending, c.var.audit, { userId, until, reason }),
+        (banned) => banned && userId,
+      );
+      if (!user) return adminError(c, 404, AdminMessage.userNotFound);
+      c.var.log.warn("user_banned", { userId, until: raw });
+      return c.json(userJson(user, now), 200);
+    },
+  )
+
+  .post(
+    "/users/:id/unban",
+    describeRoute({
+      ...adminOperation,
+      summary: "End an account's suspension",
+      description: "Records `user.unbanned` when a ban held.",
+      parameters: idParameter,
+      responses: {
+        "200": adminJson("The account as it is now", ref("AdminUser")),
+        ...badId,
+        ...adminErrors,
+        ...notFound,
+      },
+    }),
+    async (c) => {
+      const userId = userIdOf(c);
+      if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
+      const now = Date.now();
+      const user = await unbanUser(c.var.db, c.var.audit, userId, now);
+      if (!user) return adminError(c, 404, AdminMessage.userNotFound);
+      c.var.log.info("user_unbanned", { userId });
+      return c.json(userJson(user, now), 200);
+    },
+  )
+
+  .post(
+    "/users/:id/sign-out",
+    describeRoute({
+      ...adminOperation,
+      summary: "End every session of an account",
+      description: "As a ban does, without one: the account may sign in again. Records `user.signed_out_by_admin`.",
+      parameters: idParameter,
+      responses: { "204": { description: "Signed out" }, ...badId, ...adminErrors, ...notFound },
+    }),
+    async (c) => {
+      const userId = userIdOf(c);
+      if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
+      const found = await endSessions(
+        c,
+        (ending) => signOutUser(ending, c.var.audit, userId),
+        (ok) => ok && userId,
+      );
+      if (!found) return adminError(c, 404, AdminMessage.userNotFound);
+      c.var.log.info("user_signed_out_by_admin", { userId });
+      return c.body(null, 204);
+    },
+  );
+
+/** Deleting an account, with what other areas keep for it (`ownedElsewhere`, handed in at wiring). */
+function deletion(ownedElsewhere: OwnedElsewhere) {
+  return new Hono<AppEnv>().delete(
+    "/users/:id",
+    describeRoute({
+      ...adminOperation,
+      summary: "Delete an account",
+      description:
+        "As the owner's own deletion does: the account, its sessions, codes, factors and notes. Records `user.deleted`.",
+      parameters: idParameter,
+      responses: { "204": { description: "Deleted" }, ...badId, ...adminErrors, ...notFound },
+    }),
+    async (c) => {
+      const userId = userIdOf(c);
+      if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
+      const deleted = await endSessions(
+        c,
+        (ending) => deleteUser(ending, c.var.audit, userId, ownedElsewhere),
+        (ok) => ok && userId,
+      );
+      if (!deleted) return adminError(c, 404, AdminMessage.userNotFound);
+      c.var.log.warn("user_deleted_by_admin", { userId });
+      return c.body(null, 204);
+    },
+  );
+}
+
 export function adminUsers(ownedElsewhere: OwnedElsewhere) {
-  return new Hono<AppEnv>()
-    .get(
-      "/users",
-      describeRoute({
-        ...adminOperation,
-        summary: "List accounts",
-        description: `By id. \`email\` keeps the accounts whose address is it or starts with it; pages of \`limit\` (default ${USERS_PAGE}).`,
-        responses: {
-          "200": adminJson("A page of accounts", ref("AdminUserPage")),
-          "400": adminErrorAnswer(
-            "A malformed parameter",
-            BanMessage.email,
-            limitMessage(MAX_USERS_PAGE),
-            InvalidCursor,
-          ),
-          ...adminErrors,
-        },
-      }),
-      queryParams(UsersQuery),
-      async (c) => {
-        const { email, limit = USERS_PAGE, cursor } = c.req.valid("query");
-        const after = cursor === undefined ? undefined : readUsersCursor(cursor)![0];
-        const now = Date.now();
-        const rows = await usersPage(c.var.db, { email: email && normalizeEmail(email), after, limit });
-        const page = rows.slice(0, limit);
-        const last = page.at(-1);
-        const next = rows.length > limit && last ? writeCursor([last.id]) : null;
-        return c.json({ users: page.map((row) => userJson(row, now)), next_cursor: next }, 200);
-      },
-    )
-
-    .get(
-      "/users/:id",
-      describeRoute({
-        ...adminOperation,
-        summary: "One account and its live sessions",
-        parameters: idParameter,
-        responses: { "200": adminJson("The account", ref("AdminUserDetail")), ...badId, ...adminErrors, ...notFound },
-      }),
-      async (c) => {
-        const userId = userIdOf(c);
-        if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
-        const now = Date.now();
-        const found = await userDetail(c.var.db, userId, now);
-        if (!found) return adminError(c, 404, AdminMessage.userNotFound);
-        const sessions = found.sessions.map((session) => ({
-          id: session.id,
-          created_at: iso(session.createdAt),
-          last_used_at: iso(session.lastUsedAt),
-          amr: session.amr.split(" "),
-          user_agent: session.userAgent,
-        }));
-        return c.json({ ...userJson(found.user, now), sessions }, 200);
-      },
-    )
-
-    .post(
-      "/users/:id/ban",
-      describeRoute({
-        ...adminOperation,
-        summary: "Suspend an account",
-        description:
-          "At once, every session of the account ends (its access and refresh tokens answer 401, its live sockets close with 4001), and every " +
-          "way in (password, code, passkey, social sign-in) answers 403 until `until` passes or an unban. Records `user.banned`; banning again " +
-          `replaces the end and the reason (at most ${MAX_BAN_REASON_CHARS} characters).`,
-        parameters: idParameter,
-        requestExample: { until: "2026-12-31T00:00:00Z", reason: "Spam" },
-        responses: {
-          "200": adminJson("Suspended: the account as it is now", ref("AdminUser")),
-          "400": adminErrorAnswer(
-            "Malformed body or id, or an end in the past",
-            BanMessage.until,
-            BanMessage.untilPast,
-            BanMessage.reason,
-            AdminMessage.invalidUserId,
-            ...badJson,
-          ),
-          ...adminErrors,
-          ...notFound,
-        },
-      }),
-      jsonBody(BanBody),
-      async (c) => {
-        const userId = userIdOf(c);
-        if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
-        const { until: raw, reason } = c.req.valid("json");
-        const now = Date.now();
-        const until = raw === null ? null : Date.parse(raw);
-        if (until !== null && until <= now) return adminError(c, 400, BanMessage.untilPast);
-        const user = await endSessions(
-          c,
-          (ending) => banUser(ending, c.var.audit, { userId, until, reason }),
-          (banned) => banned && userId,
-        );
-        if (!user) return adminError(c, 404, AdminMessage.userNotFound);
-        c.var.log.warn("user_banned", { userId, until: raw });
-        return c.json(userJson(user, now), 200);
-      },
-    )
-
-    .post(
-      "/users/:id/unban",
-      describeRoute({
-        ...adminOperation,
-        summary: "End an account's suspension",
-        description: "Records `user.unbanned` when a ban held.",
-        parameters: idParameter,
-        responses: {
-          "200": adminJson("The account as it is now", ref("AdminUser")),
-          ...badId,
-          ...adminErrors,
-          ...notFound,
-        },
-      }),
-      async (c) => {
-        const userId = userIdOf(c);
-        if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
-        const now = Date.now();
-        const user = await unbanUser(c.var.db, c.var.audit, userId, now);
-        if (!user) return adminError(c, 404, AdminMessage.userNotFound);
-        c.var.log.info("user_unbanned", { userId });
-        return c.json(userJson(user, now), 200);
-      },
-    )
-
-    .post(
-      "/users/:id/sign-out",
-      describeRoute({
-        ...adminOperation,
-        summary: "End every session of an account",
-        description: "As a ban does, without one: the account may sign in again. Records `user.signed_out_by_admin`.",
-        parameters: idParameter,
-        responses: { "204": { description: "Signed out" }, ...badId, ...adminErrors, ...notFound },
-      }),
-      async (c) => {
-        const userId = userIdOf(c);
-        if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
-        const found = await endSessions(
-          c,
-          (ending) => signOutUser(ending, c.var.audit, userId),
-          (ok) => ok && userId,
-        );
-        if (!found) return adminError(c, 404, AdminMessage.userNotFound);
-        c.var.log.info("user_signed_out_by_admin", { userId });
-        return c.body(null, 204);
-      },
-    )
-
-    .delete(
-      "/users/:id",
-      describeRoute({
-        ...adminOperation,
-        summary: "Delete an account",
-        description:
-          "As the owner's own deletion does: the account, its sessions, codes, factors and notes. Records `user.deleted`.",
-        parameters: idParameter,
-        responses: { "204": { description: "Deleted" }, ...badId, ...adminErrors, ...notFound },
-      }),
-      async (c) => {
-        const userId = userIdOf(c);
-        if (userId === undefined) return adminError(c, 400, AdminMessage.invalidUserId);
-        const deleted = await endSessions(
-          c,
-          (ending) => deleteUser(ending, c.var.audit, userId, ownedElsewhere),
-          (ok) => ok && userId,
-        );
-        if (!deleted) return adminError(c, 404, AdminMessage.userNotFound);
-        c.var.log.warn("user_deleted_by_admin", { userId });
-        return c.body(null, 204);
-      },
-    );
+  return new Hono<AppEnv>().route("/", reads).route("/", actions).route("/", deletion(ownedElsewhere));
 }
