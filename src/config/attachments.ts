@@ -22,6 +22,12 @@ export function attachmentSettings(env: Env): AttachmentSettings {
   return {
     maxBytes: intSetting("ATTACHMENT_MAX_BYTES", env.ATTACHMENT_MAX_BYTES, 25 * 1024 ** 2, 1, R2_SINGLE_PUT_BYTES),
     quotaBytes: intSetting("ATTACHMENT_QUOTA_BYTES", env.ATTACHMENT_QUOTA_BYTES, 1024 ** 3, 1, MAX_QUOTA_BYTES),
-    urlTtlSeconds: intSetting("ATTACHMENT_URL_TTL_SECONDS", env.ATTACHMENT_URL_TTL_SECONDS, 900, 1, MAX_URL_TTL_SECONDS),
+    urlTtlSeconds: intSetting(
+      "ATTACHMENT_URL_TTL_SECONDS",
+      env.ATTACHMENT_URL_TTL_SECONDS,
+      900,
+      1,
+      MAX_URL_TTL_SECONDS,
+    ),
   };
 }

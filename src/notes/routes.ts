@@ -53,6 +53,7 @@ import {
 } from "./schemas";
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
+import { attachmentsApp } from "./attachments/routes";
 
 /**
  * Told that account `userId`'s notes changed, after the write committed, with the write's D1 bookmark: what
@@ -326,18 +327,22 @@ const notesApp = new Hono<AppEnv>()
 for (const [path, allow] of allowedMethods(notesApp.routes)) notesApp.all(path, noteIdFirst, methodNotAllowed(allow));
 
 /**
- * The notes area, mounted at /notes: its routes, with `c.var.notesChanged` set from what it is handed. A write
- * calls it once committed; the listener runs after the answer (waitUntil).
+ * The notes area, mounted at /notes: its routes and its attachments' (attachments/), with `c.var.notesChanged`
+ * set from what it is handed. A write calls it once committed; the listener runs after the answer (waitUntil).
  */
 export function notesArea({ notesChanged }: NotesSeams) {
-  return new Hono<AppEnv>()
-    .use(
-      createMiddleware<AppEnv>(async (c, next) => {
-        c.set("notesChanged", (userId) =>
-          c.executionCtx.waitUntil(notesChanged(c.env, c.var.log, userId, c.var.bookmark())),
-        );
-        await next();
-      }),
-    )
-    .route("/", notesApp);
+  return (
+    new Hono<AppEnv>()
+      .use(
+        createMiddleware<AppEnv>(async (c, next) => {
+          c.set("notesChanged", (userId) =>
+            c.executionCtx.waitUntil(notesChanged(c.env, c.var.log, userId, c.var.bookmark())),
+          );
+          await next();
+        }),
+      )
+      // Before the notes' routes: their middleware (a 1 MiB body limit among it) covers every path under /notes.
+      .route("/:id/attachments", attachmentsApp)
+      .route("/", notesApp)
+  );
 }

@@ -1,0 +1,111 @@
+import { env } from "cloudflare:workers";
+import * as v from "valibot";
+import { hex } from "../../../src/lib/encoding";
+import type { AttachmentJson } from "../../../src/notes/attachments/shapes";
+import { account, bearer, callWithEnv, logIn, Note, PRIVATE_NOTES, storedUser, type Overrides } from "../../helpers";
+
+/**
+ * What the attachment tests share: an account with a note, uploads and requests through the app with
+ * NOTES_AUTH=required (callWithEnv), and the rows and R2 objects as they are stored.
+ */
+
+/** A request through the app with private notes (and any other bindings replaced). */
+export function send(
+  method: string,
+  path: string,
+  options: { token?: string; body?: Uint8Array | string; headers?: Record<string, string>; env?: Overrides } = {},
+): Promise<Response> {
+  const headers = { ...(options.token ? bearer(options.token) : {}), ...options.headers };
+  return callWithEnv({ ...PRIVATE_NOTES, ...options.env }, method, path, options.body, headers);
+}
+
+export interface Owner {
+  email: string;
+  token: string;
+  userId: number;
+}
+
+/** A verified account, logged in. */
+export async function owner(): Promise<Owner> {
+  const email = await account();
+  const { token } = await logIn(email);
+  return { email, token, userId: (await storedUser(email))!.id };
+}
+
+/** A new note of `token`'s account: its id. */
+export async function newNote(token: string, title = "With files"): Promise<number> {
+  const response = await send("POST", "/notes", { token, body: JSON.stringify({ title, content: "c" }) });
+  if (response.status !== 201) throw new Error(`creating a note: ${response.status} ${await response.text()}`);
+  return v.parse(Note, await response.json()).id;
+}
+
+/** POST /notes/{noteId}/attachments with `bytes` and their Content-Length (unless `headers` says otherwise). */
+export function upload(
+  token: string,
+  noteId: number,
+  bytes: Uint8Array,
+  options: { filename?: string; headers?: Record<string, string>; env?: Overrides } = {},
+): Promise<Response> {
+  const query = options.filename === undefined ? "" : `?filename=${encodeURIComponent(options.filename)}`;
+  return send("POST", `/notes/${noteId}/attachments${query}`, {
+    token,
+    body: bytes,
+    headers: {
+      "Content-Type": "application/octet-stream",
+      "Content-Length": String(bytes.byteLength),
+      ...options.headers,
+    },
+    env: options.env,
+  });
+}
+
+/** An upload expected to succeed: the attachment. */
+export async function uploaded(token: string, noteId: number, bytes: Uint8Array, filename?: string) {
+  const response = await upload(token, noteId, bytes, { filename });
+  if (response.status !== 201) throw new Error(`upload: ${response.status} ${await response.text()}`);
+  return (await response.json()) as AttachmentJson;
+}
+
+/** The path and query of a signed link, to send through the app. */
+export function linkPath(url: string): string {
+  const link = new URL(url);
+  return `${link.pathname}${link.search}`;
+}
+
+export async function sha256Of(bytes: Uint8Array): Promise<string> {
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+/** `size` bytes of a repeating pattern (not text: every byte value occurs), the same for the same arguments. */
+export function patternBytes(size: number, seed = 7): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i++) bytes[i] = (i * 31 + seed) & 0xff;
+  return bytes;
+}
+
+export const text = (value: string) => new TextEncoder().encode(value);
+
+/** A 1×1 PNG (a red pixel). */
+export const PNG = Uint8Array.from(
+  atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="),
+  (char) => char.charCodeAt(0),
+);
+
+/** The attachment row as D1 holds it, or null. */
+export function storedRow(id: string) {
+  return env.DB.prepare("SELECT * FROM attachments WHERE id = ?").bind(id).first<Record<string, unknown>>();
+}
+
+/** The bytes R2 holds under `key`, or null. */
+export async function objectBytes(key: string): Promise<Uint8Array | null> {
+  const object = await env.ATTACHMENTS.get(key);
+  return object && new Uint8Array(await object.arrayBuffer());
+}
+
+/** How many attachment rows a note has (uploads under way included). */
+export async function rowsOfNote(noteId: number): Promise<number> {
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM attachments WHERE note_id = ?")
+    .bind(noteId)
+    .first<number>("n");
+  return row ?? 0;
+}
