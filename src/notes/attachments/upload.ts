@@ -37,6 +37,8 @@ export interface UploadBody {
  */
 export async function streamToR2(bucket: R2Bucket, key: string, upload: UploadBody): Promise<StoredBytes> {
   const digest = new crypto.DigestStream("SHA-256");
+  // Rejects when the upload fails, and is then read by nobody.
+  digest.digest.catch(() => undefined);
   const hashing = digest.getWriter();
   const sniffer = new Sniffer();
   let received = 0;

@@ -1,7 +1,10 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { hex } from "../../../src/lib/encoding";
+import worker from "../../../src/index";
 import type { AttachmentJson } from "../../../src/notes/attachments/shapes";
+import type { Bindings } from "../../../src/types";
 import { account, bearer, callWithEnv, logIn, Note, PRIVATE_NOTES, storedUser, type Overrides } from "../../helpers";
 
 /**
@@ -108,4 +111,57 @@ export async function rowsOfNote(noteId: number): Promise<number> {
     .bind(noteId)
     .first<number>("n");
   return row ?? 0;
+}
+
+/**
+ * A request built by the test itself (a streamed body, no Content-Length), through the app with private
+ * notes, answering once the work it left to waitUntil is done.
+ */
+export async function sendRequest(request: Request, overrides: Overrides = {}): Promise<Response> {
+  const ctx = createExecutionContext();
+  const bindings: Bindings = { ...env, ...PRIVATE_NOTES, ...overrides };
+  const response = await worker.fetch(request, bindings, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+/** A body that arrives in the given chunks, and tells whether anyone read it. */
+export function chunkedBody(chunks: Uint8Array[]): { body: ReadableStream<Uint8Array>; read: () => boolean } {
+  let pulled = false;
+  let next = 0;
+  // No queue: a chunk is made only when a reader asks for one.
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        pulled = true;
+        const chunk = chunks[next++];
+        if (chunk) controller.enqueue(chunk);
+        else controller.close();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, read: () => pulled };
+}
+
+/**
+ * The real bucket, with the keys of every object the app put into it recorded (to find an upload that
+ * answered without an id), and optionally a delete that fails, as an R2 outage would.
+ */
+export function watchedBucket(options: { failDeletes?: boolean } = {}): { bucket: R2Bucket; puts: string[] } {
+  const puts: string[] = [];
+  const real = env.ATTACHMENTS;
+  const bucket = new Proxy(real, {
+    get(target, name) {
+      if (name === "put")
+        return (key: string, ...rest: Parameters<R2Bucket["put"]> extends [string, ...infer R] ? R : never) => {
+          puts.push(key);
+          return target.put(key, ...rest);
+        };
+      if (name === "delete" && options.failDeletes) return () => Promise.reject(new Error("R2 is unavailable"));
+      const value: unknown = Reflect.get(target, name);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { bucket, puts };
 }
