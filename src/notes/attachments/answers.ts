@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { bearerClaims } from "../../auth/caller";
+import type { Config } from "../../config";
 import type { AccessClaims } from "../../lib/access-token";
 import type { AppEnv } from "../../types";
 import { notesUnauthorized } from "../require-auth";
@@ -35,10 +36,21 @@ export const accountsOnly = createMiddleware<AttachmentsEnv>(async (c, next) => 
 /** Only answers that say nothing of their own about caching are not to be kept (the bytes are `private`). */
 export const keepsNoCacheControl = (c: Context) => !c.res.headers.has("Cache-Control");
 
+/** Where an answer's links point and how they are signed: the request's origin, and the settings. */
+export interface LinkContext {
+  url: string;
+  config: Config;
+}
+
 /** An attachment as the API shows it, with a signed link made now. */
-export async function attachmentJson<E extends AppEnv>(c: Context<E>, row: StoredAttachment): Promise<AttachmentJson> {
-  const { jwtSecret, attachments } = c.var.config;
-  const url = await signedLink(new URL(c.req.url).origin, jwtSecret, row.id, Date.now(), attachments.urlTtlSeconds);
+export async function attachmentJson({ url, config }: LinkContext, row: StoredAttachment): Promise<AttachmentJson> {
+  const link = await signedLink(
+    new URL(url).origin,
+    config.jwtSecret,
+    row.id,
+    Date.now(),
+    config.attachments.urlTtlSeconds,
+  );
   return {
     id: row.id,
     note_id: row.note_id,
@@ -47,7 +59,7 @@ export async function attachmentJson<E extends AppEnv>(c: Context<E>, row: Store
     size: row.size,
     sha256: row.sha256,
     created_at: new Date(row.created_at).toISOString(),
-    url,
+    url: link,
   };
 }
 

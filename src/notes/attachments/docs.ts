@@ -10,7 +10,7 @@ import { SHOWN_INLINE } from "./sniff";
 /** The OpenAPI fragments the attachment routes share, written once for their descriptions. */
 
 /** Every Bearer route of attachments: with NOTES_AUTH=required only. */
-export const attachmentsOperation = { tags: ["attachments"], security: bearerOnly };
+export const attachmentsOperation = { tags: ["notes"], security: bearerOnly };
 
 export const attachmentSchema = schemaOf(Attachment);
 export const attachmentListSchema = schemaOf(AttachmentList);

@@ -19,7 +19,7 @@ import { linkedAttachment } from "./store";
 export const attachmentLinks = new Hono<AppEnv>().use(noStore(keepsNoCacheControl)).get(
   "/:attachmentId",
   describeRoute({
-    tags: ["attachments"],
+    tags: ["notes"],
     security: [{}],
     summary: "An attachment through its signed link",
     description:

@@ -113,7 +113,10 @@ export const attachmentsApp = new Hono<AttachmentsEnv>()
       if ("gone" in outcome) return outcome.gone === "session" ? notesUnauthorized(c) : notFound(c);
       c.var.notesChanged(caller.userId);
       const row = { id, note_id: noteId, filename, size, created_at: now, ...outcome.stored };
-      const body = await attachmentJson(c, { ...row, content_type: outcome.stored.contentType });
+      const body = await attachmentJson(
+        { url: c.req.url, config },
+        { ...row, content_type: outcome.stored.contentType },
+      );
       return c.json(body, 201, { Location: attachmentPath(noteId, id) });
     },
   )
@@ -129,11 +132,12 @@ export const attachmentsApp = new Hono<AttachmentsEnv>()
     noteIdFirst,
     async (c) => {
       const noteId = noteIdOf(c);
-      const { db, caller } = c.var;
+      const { db, caller, config } = c.var;
       const rows = await listAttachments(db, caller, Date.now(), noteId);
       if (rows === undefined) return notesUnauthorized(c);
       if (rows === null) return notFound(c);
-      return c.json(await Promise.all(rows.map((row) => attachmentJson(c, row))), 200);
+      const links = { url: c.req.url, config };
+      return c.json(await Promise.all(rows.map((row) => attachmentJson(links, row))), 200);
     },
   )
   .get(

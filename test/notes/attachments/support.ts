@@ -160,7 +160,8 @@ export function watchedBucket(options: { failDeletes?: boolean } = {}): { bucket
         };
       if (name === "delete" && options.failDeletes) return () => Promise.reject(new Error("R2 is unavailable"));
       const value: unknown = Reflect.get(target, name);
-      return typeof value === "function" ? value.bind(target) : value;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]): unknown => Reflect.apply(value, target, args);
     },
   });
   return { bucket, puts };
