@@ -19,7 +19,7 @@ import { attachmentLinks } from "./notes/attachments/link-routes";
 import { LINK_PATH } from "./notes/attachments/links";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
-import { notesArea } from "./notes/routes";
+import { notesArea } from "./notes/area";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
 

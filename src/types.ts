@@ -27,7 +27,7 @@ export type AppEnv = {
      */
     sessionsEnded: (userId: number) => void;
     /**
-     * Set by the notes area (notes/routes.ts): a write to account `userId`'s notes calls it after it committed,
+     * Set by the notes area (notes/area.ts): a write to account `userId`'s notes calls it after it committed,
      * and whoever watches the account (live sockets) hears of it.
      */
     notesChanged: (userId: number) => void;

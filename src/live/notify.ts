@@ -1,5 +1,5 @@
 import { createLogger, describeError } from "../lib/log";
-import type { NotesChanged } from "../notes/routes";
+import type { NotesChanged } from "../notes/area";
 import type { Bindings } from "../types";
 
 /**

@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import { asCaller } from "./runner";
 import { badJson, describeRoute, json, jsonError, ref, throttled } from "../lib/describe";
 import { clientRateLimit, limitBody } from "../lib/request-limits";
@@ -7,8 +6,7 @@ import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
 import { HOUR } from "../lib/units";
 import { jsonBody, queryParams } from "../lib/validation";
-import type { Logger } from "../lib/log";
-import type { AppEnv, Bindings } from "../types";
+import type { AppEnv } from "../types";
 import {
   etagHeader,
   idParameter,
@@ -53,22 +51,10 @@ import {
 } from "./schemas";
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
-import { attachmentsApp } from "./attachments/routes";
-
-/**
- * Told that account `userId`'s notes changed, after the write committed, with the write's D1 bookmark: what
- * holds on to an account beyond one request (the live sockets, src/live/) tells its clients to pull.
- */
-export type NotesChanged = (env: Bindings, log: Logger, userId: number, bookmark: string | null) => Promise<void>;
-
-/** What the notes area is handed at wiring time (index.ts): who hears that notes changed. */
-export interface NotesSeams {
-  notesChanged: NotesChanged;
-}
 
 // Every handler makes one D1 round trip: its statement, batched with the check of the caller's session
 // when notes are private (asCaller answers undefined when that session has ended: a 401).
-const notesApp = new Hono<AppEnv>()
+export const notesApp = new Hono<AppEnv>()
   .use(limitBody(NOTES_BODY_LIMIT_BYTES, NoteMessage.bodyTooLarge))
   .use(
     clientRateLimit(
@@ -325,24 +311,3 @@ const notesApp = new Hono<AppEnv>()
 // Any other method is a 405 (after the id check, as the spec orders them). Registered outside the chain
 // above, so that the exported app type (and with it the typed client) lists only the methods that exist.
 for (const [path, allow] of allowedMethods(notesApp.routes)) notesApp.all(path, noteIdFirst, methodNotAllowed(allow));
-
-/**
- * The notes area, mounted at /notes: its routes and its attachments' (attachments/), with `c.var.notesChanged`
- * set from what it is handed. A write calls it once committed; the listener runs after the answer (waitUntil).
- */
-export function notesArea({ notesChanged }: NotesSeams) {
-  return (
-    new Hono<AppEnv>()
-      .use(
-        createMiddleware<AppEnv>(async (c, next) => {
-          c.set("notesChanged", (userId) =>
-            c.executionCtx.waitUntil(notesChanged(c.env, c.var.log, userId, c.var.bookmark())),
-          );
-          await next();
-        }),
-      )
-      // Before the notes' routes: their middleware (a 1 MiB body limit among it) covers every path under /notes.
-      .route("/:id/attachments", attachmentsApp)
-      .route("/", notesApp)
-  );
-}
