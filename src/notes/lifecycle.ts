@@ -6,7 +6,7 @@ import type { Database } from "../types";
 import { clockOf, notesOf, tombstonesOf } from "./access";
 import { TOMBSTONES_KEPT_MS } from "./changes";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./idempotency";
-import { abandonedUploads, accountAttachmentsDeletion } from "./attachments/store";
+import { accountAttachmentsDeletion } from "./attachments/store";
 
 /**
  * What an account owns in the notes area, for the accounts area to run at its own times: the deletion of
@@ -59,7 +59,5 @@ export function notesCleanUp(db: Database, now: number): Record<string, CleanUpS
       .delete(noteTombstones)
       .where(lt(noteTombstones.deletedAt, now - TOMBSTONES_KEPT_MS))
       .returning({ seq: noteTombstones.seq }),
-    // Their keys are queued: the objects go in the same run (attachments/cleanup.ts, after this batch).
-    abandonedUploads: abandonedUploads(db, now),
   };
 }

@@ -1,6 +1,15 @@
 import type { Database } from "../../types";
 import { REMOVAL_CALLS_PER_RUN, REMOVALS_PER_CALL } from "./policy";
-import { forgetRemovals, queuedRemovals } from "./store";
+import { abandonedUploads, forgetRemovals, queuedRemovals } from "./store";
+
+/**
+ * The D1 half of the attachments' share of the hourly clean-up (scheduled.ts), in its batch: reservations
+ * whose upload can no longer finish go, and their keys are queued, so that removeQueuedObjects, run after the
+ * batch, deletes in the same run any object they left.
+ */
+export function attachmentsCleanUp(db: Database, now: number) {
+  return { abandonedUploads: abandonedUploads(db, now) };
+}
 
 /**
  * The R2 half of the hourly clean-up (scheduled.ts), after the D1 batch has removed the uploads that never
