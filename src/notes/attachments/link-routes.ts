@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { databaseOf } from "../../db/client";
 import { describeRoute, jsonError } from "../../lib/describe";
 import { allowedMethods, methodNotAllowed } from "../../lib/http";
 import { noStore } from "../../lib/security-headers";
@@ -59,7 +60,11 @@ export const attachmentLinks = new Hono<AppEnv>().use(noStore(keepsNoCacheContro
         { error: problem === "expired" ? AttachmentMessage.expiredLink : AttachmentMessage.invalidLink },
         403,
       );
-    const found = await linkedAttachment(db, id);
+    // A link may be opened before the nearest replica has the row (an <img> right after the upload, which
+    // can send no bookmark): what a replica does not have, the primary is asked for.
+    const found =
+      (await linkedAttachment(db, id)) ??
+      (await linkedAttachment(databaseOf(c.env.DB.withSession("first-primary")), id));
     if (!found) return attachmentNotFound(c);
     return serveAttachment(c, c.env.ATTACHMENTS, found, { "Cross-Origin-Resource-Policy": "cross-origin" });
   },
