@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AttachmentMessage } from "../../../src/notes/attachments/messages";
 import { NoteMessage } from "../../../src/notes/messages";
 import { error, jsonOf } from "../../helpers";
-import { newNote, owner, patternBytes, PNG, send, sha256Of, text, uploaded } from "./support";
+import { newNote, owner, patternBytes, PNG, randomBytes, send, sha256Of, text, uploaded } from "./support";
 
 /** GET /notes/{id}/attachments and GET /notes/{id}/attachments/{attachmentId} (src/notes/attachments/serve.ts). */
 
@@ -69,7 +69,7 @@ describe("GET /notes/{id}/attachments/{attachmentId}", () => {
   it("gives 10 MiB back byte for byte: the download's SHA-256 is the upload's", async () => {
     const { token } = await owner();
     const noteId = await newNote(token);
-    const big = patternBytes(10 * MiB, 3);
+    const big = randomBytes(10 * MiB);
     const stored = await uploaded(token, noteId, big, "big.bin");
     expect(stored.sha256).toBe(await sha256Of(big));
     const response = await download(token, noteId, stored.id);

@@ -88,6 +88,14 @@ export function patternBytes(size: number, seed = 7): Uint8Array {
 
 export const text = (value: string) => new TextEncoder().encode(value);
 
+/** `size` random bytes: no two chunks of a stream alike, so a chunk written twice or lost shows in the hash. */
+export function randomBytes(size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  // getRandomValues fills at most 65,536 bytes a call.
+  for (let at = 0; at < size; at += 65_536) crypto.getRandomValues(bytes.subarray(at, Math.min(size, at + 65_536)));
+  return bytes;
+}
+
 /** A 1×1 PNG (a red pixel). */
 export const PNG = Uint8Array.from(
   atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="),
