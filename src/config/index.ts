@@ -1,4 +1,5 @@
 import type { SmtpSettings } from "../lib/smtp";
+import { attachmentSettings, type AttachmentSettings } from "./attachments";
 import { appUrl, turnstileOf } from "./web";
 import { APP_NAME } from "./names";
 import { readOAuth, type OAuthConfig } from "./oauth";
@@ -11,7 +12,7 @@ import { androidApps, appleApps, webauthnSettings, type AndroidApp, type WebAuth
  */
 
 export { APP_NAME, ConfigError };
-export type { AndroidApp, OAuthConfig, Unavailable, WebAuthnConfig };
+export type { AndroidApp, AttachmentSettings, OAuthConfig, Unavailable, WebAuthnConfig };
 export type { ClientSecret, OAuthProvider } from "./oauth";
 export { DEV_ORIGIN } from "./passkeys";
 export { GITHUB_API_URL, GITHUB_URL, isLoopback, PRESET_ISSUERS } from "./oauth";
@@ -76,6 +77,8 @@ export interface Config {
    * Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to; or why it is unavailable.
    */
   oauth: OAuthConfig | Unavailable;
+  /** ATTACHMENT_*: the largest file, each account's quota, how long a signed link lives (notes/attachments/). */
+  attachments: AttachmentSettings;
 }
 
 /** Secrets a deployment may set but need not (wrangler.toml's `[secrets] required` lists the others). */
@@ -131,6 +134,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     androidApps: group(() => androidApps(env.ANDROID_APP_FINGERPRINTS)),
     appleApps: group(() => appleApps(env.APPLE_APP_IDS)),
     oauth: group(() => readOAuth(env)),
+    attachments: attachmentSettings(env),
     smtp:
       mailEmail && (mailPassword || smtpAuth === "none")
         ? {
