@@ -20,6 +20,9 @@ export { GITHUB_API_URL, GITHUB_URL, isLoopback, PRESET_ISSUERS } from "./oauth"
 /** The mail account: the SMTP conversation's settings, and the sender's display name. */
 export type SmtpConfig = SmtpSettings & { fromName: string };
 
+/** LIVE_SOCKETS_PER_ACCOUNT when unset (wrangler.toml sets the same). */
+export const LIVE_SOCKETS_PER_ACCOUNT_DEFAULT = 20;
+
 export interface Config {
   bcryptCost: number;
   /** Undefined when JWT_SECRET_KEY is not set; login then fails loudly. */
@@ -125,7 +128,13 @@ export function readConfig(env: Env & OptionalSecrets): Config {
       1,
       1_000_000_000,
     ),
-    liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
+    liveSocketsPerAccount: intSetting(
+      "LIVE_SOCKETS_PER_ACCOUNT",
+      env.LIVE_SOCKETS_PER_ACCOUNT,
+      LIVE_SOCKETS_PER_ACCOUNT_DEFAULT,
+      1,
+      10_000,
+    ),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
     turnstile: turnstileOf(env),
