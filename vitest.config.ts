@@ -162,6 +162,9 @@ export default defineConfig(async () => {
       // starting a runtime and loading the app's ~600 modules into it took longer than most files' tests. Each
       // file still starts from empty storage and a freshly migrated DB (test/apply-migrations.ts).
       isolate: false,
+      // A test's own deadline: the default 5 s is met with room on a quiet machine, but a burst test (300
+      // requests) or a file's first passkey ceremony (its library loads then) can pass it on a busy one.
+      testTimeout: 20_000,
     },
   };
 });

@@ -19,6 +19,8 @@ import { createLogger, describeError } from "./lib/log";
 import { liveApp } from "./live/routes";
 import { notesWatchers, sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
+import { attachmentLinks } from "./notes/attachments/link-routes";
+import { LINK_PATH } from "./notes/attachments/links";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
 import { notesArea } from "./notes/area";
@@ -90,6 +92,8 @@ const app = new Hono<AppEnv>()
   // answers first ends the chain (live/routes.ts).
   .route("/changes", liveApp)
   .route("/changes", changesApp)
+  // An attachment's signed link (notes/attachments/links.ts): the bytes without a token, for <img src>.
+  .route(LINK_PATH, attachmentLinks)
   // What native apps need to use this domain's passkeys, at the paths their platforms look for.
   .route("/.well-known", wellKnown)
   // The document lists every route registered here, read when it is first asked for.

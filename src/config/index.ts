@@ -1,4 +1,5 @@
 import type { SmtpSettings } from "../lib/smtp";
+import { attachmentSettings, type AttachmentSettings } from "./attachments";
 import { appUrl, turnstileOf } from "./web";
 import { APP_NAME } from "./names";
 import { readOAuth, type OAuthConfig } from "./oauth";
@@ -12,7 +13,7 @@ import { adminToken, auditRetentionDays, webhooks, type WebhookConfig } from "./
  */
 
 export { APP_NAME, ConfigError };
-export type { AndroidApp, OAuthConfig, Unavailable, WebAuthnConfig, WebhookConfig };
+export type { AndroidApp, AttachmentSettings, OAuthConfig, Unavailable, WebAuthnConfig, WebhookConfig };
 export { MIN_ADMIN_TOKEN_CHARS } from "./operators";
 export type { ClientSecret, OAuthProvider } from "./oauth";
 export { DEV_ORIGIN } from "./passkeys";
@@ -20,6 +21,9 @@ export { GITHUB_API_URL, GITHUB_URL, isLoopback, PRESET_ISSUERS } from "./oauth"
 
 /** The mail account: the SMTP conversation's settings, and the sender's display name. */
 export type SmtpConfig = SmtpSettings & { fromName: string };
+
+/** LIVE_SOCKETS_PER_ACCOUNT when unset (wrangler.toml sets the same). */
+export const LIVE_SOCKETS_PER_ACCOUNT_DEFAULT = 20;
 
 export interface Config {
   bcryptCost: number;
@@ -84,6 +88,8 @@ export interface Config {
   webhooks: WebhookConfig | undefined | Unavailable;
   /** AUDIT_RETENTION_DAYS: the cron removes older events. */
   auditRetentionDays: number;
+  /** ATTACHMENT_*: the largest file, each account's quota, how long a signed link lives (notes/attachments/). */
+  attachments: AttachmentSettings;
 }
 
 /** Secrets a deployment may set but need not (wrangler.toml's `[secrets] required` lists the others). */
@@ -134,7 +140,13 @@ export function readConfig(env: Env & OptionalSecrets): Config {
       1,
       1_000_000_000,
     ),
-    liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
+    liveSocketsPerAccount: intSetting(
+      "LIVE_SOCKETS_PER_ACCOUNT",
+      env.LIVE_SOCKETS_PER_ACCOUNT,
+      LIVE_SOCKETS_PER_ACCOUNT_DEFAULT,
+      1,
+      10_000,
+    ),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
     turnstile: turnstileOf(env),
@@ -146,6 +158,7 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     adminToken: group(() => adminToken(env.ADMIN_TOKEN)),
     webhooks: group(() => webhooks(env)),
     auditRetentionDays: auditRetentionDays(env.AUDIT_RETENTION_DAYS),
+    attachments: attachmentSettings(env),
     smtp:
       mailEmail && (mailPassword || smtpAuth === "none")
         ? {

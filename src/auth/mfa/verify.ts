@@ -14,9 +14,10 @@ import { claimChallengeTry, useChallenge } from "../core/pending";
 import { checkSecondFactor } from "../core/factor-check";
 import { accountFactor, isActive } from "../core/factor";
 import { LOGIN_FAILURES_BEFORE_LOCK, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
+import { TOTP_DIGITS, TOTP_STEP_SECONDS } from "../../lib/totp";
 
 /** The rules of a TOTP code, as every route that takes one states them. */
-export const CODE_RULES = `6 digits, 30-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
+export const CODE_RULES = `${TOTP_DIGITS} digits, ${TOTP_STEP_SECONDS}-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
 
 /**
  * The second step of a sign-in: the challenge's try is claimed, then a try of the address's (or device's)

@@ -15,7 +15,14 @@ import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../requests";
 import { createAccount, markVerified } from "./store";
-import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAILS_PER_HOUR, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
+import {
+  CODE_DIGITS,
+  CODE_TRIES_PER_HOUR,
+  CODE_TTL_MS,
+  MAILS_PER_HOUR,
+  MAIL_COOLDOWN_MS,
+  MAX_CODE_ATTEMPTS,
+} from "../policy";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()
@@ -24,7 +31,7 @@ export const registration = new Hono<AppEnv>()
     describeRoute({
       tags: accountsTag,
       summary: "Register",
-      description: `Creates an unverified account and e-mails a 6-digit code valid for ${CODE_TTL_MS / MINUTE} minutes.`,
+      description: `Creates an unverified account and e-mails a ${CODE_DIGITS}-digit code valid for ${CODE_TTL_MS / MINUTE} minutes.`,
       requestExample: { email: "ada@example.com", password: "correct horse battery" },
       responses: {
         "201": text("Created; the code is on its way", AuthMessage.userCreated),
