@@ -131,6 +131,8 @@ export const AuthMessage = {
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
   bodyTooLarge: `Request body is too large (limit ${AUTH_BODY_LIMIT_BYTES / KiB} KiB).`,
+  // The admin API's ban (docs/operations.md, "Admin API").
+  accountSuspended: "This account is suspended.",
   invalidBookmark: "Invalid X-D1-Bookmark header.",
   internalError: "Internal server error.",
 } as const;

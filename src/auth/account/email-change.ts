@@ -173,7 +173,7 @@ export const emailChange = new Hono<AppEnv>()
       const change = { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash };
       const switched = await endSessions(
         c,
-        (ending) => switchEmail(ending, change, Date.now()),
+        (ending) => switchEmail(ending, c.var.audit, change, Date.now()),
         (ok) => ok && caller.userId,
       );
       if (!switched) {

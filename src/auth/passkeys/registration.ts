@@ -139,7 +139,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
         });
         return c.json(refusal(checked.refused), 400);
       }
-      const stored = await addPasskey(db, caller, checked.credential, name, now);
+      const stored = await addPasskey(db, c.var.audit, caller, checked.credential, name, now);
       if ("refused" in stored) {
         if (stored.refused === "session") return unauthorized(c);
         return c.text(

@@ -153,7 +153,7 @@ export const recovery = new Hono<AppEnv>()
       const reset = { userId, email, requestId, code, passwordHash };
       const done = await endSessions(
         c,
-        (ending) => resetPassword(ending, reset, Date.now()),
+        (ending) => resetPassword(ending, c.var.audit, reset, Date.now()),
         (ok) => ok && userId,
       );
       if (!done) return c.text(AuthMessage.invalidResetCode, 401);

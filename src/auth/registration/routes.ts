@@ -56,7 +56,8 @@ export const registration = new Hono<AppEnv>()
       const refused = await turnstileRefusal(c, turnstileToken);
       if (refused) return refused;
 
-      const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
+      const passwordHash = await hashPassword(password, config.bcryptCost);
+      const created = await createAccount(db, c.var.audit, email, passwordHash, Date.now());
       if (!created) return c.text(AuthMessage.userExists, 409);
       log.info("user_registered", { userId: created.id, email: maskEmail(email) });
       if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
@@ -154,7 +155,8 @@ export const registration = new Hono<AppEnv>()
       }
       if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
 
-      if (!(await markVerified(db, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
+      if (!(await markVerified(db, c.var.audit, claim.userId, claim.code)))
+        return c.text(AuthMessage.invalidToken, 401);
       log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
       return c.text(AuthMessage.emailVerified, 200);
     },
