@@ -10,6 +10,10 @@
  * - A request with `X-Bench-Hub: off` sees a LIVE_HUB whose hubs do nothing and cost no Durable Object
  *   request: the write path as it was before live updates, for the cost they add.
  * - `POST /__bench/bcrypt` `{ op: "hash" | "compare", n, cost?, password, hash? }` runs bcryptjs `n` times.
+ * - `POST /__bench/buffer` reads its body whole (`arrayBuffer()`) and answers its length: what an upload that
+ *   buffered would hold, for the attachments scenario to show that its measure of memory sees it.
+ * - `POST` and `GET /__bench/r2`: the attachments' floor, the least a Worker does to stream a body into R2 (the
+ *   request's body straight into `ATTACHMENTS.put`) and back out (the object's body as the answer).
  *
  * The counter travels in an AsyncLocalStorage, so the app always sees one env with one (wrapped) binding.
  */
@@ -135,11 +139,25 @@ async function bcryptProbe(request: Request): Promise<Response> {
   return Response.json({ n, matches });
 }
 
+const FLOOR_KEY = "bench-floor";
+
+async function r2Floor(request: Request, bucket: R2Bucket): Promise<Response> {
+  if (request.method === "POST") {
+    await bucket.put(FLOOR_KEY, request.body);
+    return new Response(null, { status: 201 });
+  }
+  const object = await bucket.get(FLOOR_KEY);
+  return object ? new Response(object.body) : new Response(null, { status: 404 });
+}
+
 export default {
   async fetch(request: Request, env: Record<string, unknown>, ctx: ExecutionContext): Promise<Response> {
     const { pathname } = new URL(request.url);
     if (pathname === "/__bench/d1-stats") return Response.json(totals);
     if (pathname === "/__bench/bcrypt" && request.method === "POST") return bcryptProbe(request);
+    if (pathname === "/__bench/buffer" && request.method === "POST")
+      return Response.json({ bytes: (await request.arrayBuffer()).byteLength });
+    if (pathname === "/__bench/r2") return r2Floor(request, env.ATTACHMENTS as R2Bucket);
 
     const counter = { queries: 0, done: false };
     totals.requests++;

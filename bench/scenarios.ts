@@ -4,6 +4,7 @@
  * of its own (as bcrypt does). bench/README.md lists them.
  */
 import bcrypt from "bcryptjs";
+import { attachmentsScenario } from "./lib/attachments.ts";
 import { liveUpdates } from "./lib/live.ts";
 import { median, send, type RequestSpec } from "./lib/load.ts";
 import { cpu, fmt, throughput, type Context, type Row, type Scenario, type Table } from "./lib/measure.ts";
@@ -153,6 +154,9 @@ function poll(size: number) {
 
 // A passkey sign-in: a passkey registered through the API once, then assertions signed ahead of time, so
 // that the CPU row counts the worker's work only (the options' requests are their own row).
+
+/** The account of the attachments scenario. */
+const ATTACHMENTS_ACCOUNT = ACCOUNTS - 4;
 
 /** The account the passkey rows use (the refresh chain uses the last one). */
 const PASSKEY_ACCOUNT = ACCOUNTS - 2;
@@ -477,5 +481,9 @@ export function scenarios(opts: Options): Scenario[] {
 
     // Live updates: an account with 100 open sockets, and writes to its notes.
     liveUpdates(liveSignIn),
+    attachmentsScenario(async (ctx) => {
+      await accounts(ctx.rt);
+      return (await expectJson<{ token: string }>(ctx, ctx.rt.urls.appPrivate, login(ATTACHMENTS_ACCOUNT), 200)).token;
+    }),
   ];
 }

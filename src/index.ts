@@ -3,7 +3,11 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
 import { wellKnown } from "./auth/passkeys/well-known";
-import { authArea } from "./auth/area";
+import { adminArea } from "./admin";
+import { authAdmin, authArea } from "./auth/area";
+import { auditTrail } from "./audit/requests";
+import { activityRoutes } from "./audit/routes";
+import { deliverBatch } from "./audit/webhooks/deliver";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./openapi/document";
@@ -15,6 +19,8 @@ import { createLogger, describeError } from "./lib/log";
 import { liveApp } from "./live/routes";
 import { notesWatchers, sessionsEnded } from "./live/notify";
 import { NoteMessage } from "./notes/messages";
+import { attachmentLinks } from "./notes/attachments/link-routes";
+import { LINK_PATH } from "./notes/attachments/links";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
 import { notesArea } from "./notes/area";
@@ -30,6 +36,9 @@ function configFor(env: Bindings): Config {
   if (!config) configs.set(env, (config = readConfig(env)));
   return config;
 }
+
+/** What the accounts area is handed (docs/design.md, "Seams"), for its own routes and its admin routes alike. */
+const authSeams = { ownedElsewhere: accountNotesDeletion, sessionsEnded };
 
 const app = new Hono<AppEnv>()
   .use(requestId())
@@ -72,12 +81,19 @@ const app = new Hono<AppEnv>()
   // take the caller's live session from auth/caller.ts; accounts are handed what an account owns in notes, to
   // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
   // may be watching an account's notes (the live sockets pull after a write).
-  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
+  .route("/auth", authArea({ ...authSeams, audit: auditTrail("user") }))
+  // Each account's own audit events, an audit log route answering as the accounts area does (audit/routes.ts).
+  .route("/auth", activityRoutes())
+  // The admin API: the accounts' routes with the same seams (the events they record are the admin's), the audit
+  // log's and the webhooks', behind ADMIN_TOKEN (admin.ts).
+  .route("/admin", adminArea(authAdmin({ ...authSeams, audit: auditTrail("admin") })))
   .route("/notes", notesArea({ watchers: notesWatchers }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).
   .route("/changes", liveApp)
   .route("/changes", changesApp)
+  // An attachment's signed link (notes/attachments/links.ts): the bytes without a token, for <img src>.
+  .route(LINK_PATH, attachmentLinks)
   // What native apps need to use this domain's passkeys, at the paths their platforms look for.
   .route("/.well-known", wellKnown)
   // The document lists every route registered here, read when it is first asked for.
@@ -105,6 +121,14 @@ export { LiveHub } from "./live/hub";
 export default {
   fetch: app.fetch,
   async scheduled(_controller, env) {
-    await cleanUp(databaseOf(env.DB), Date.now());
+    await cleanUp(env, databaseOf(env.DB), configFor(env), Date.now());
+  },
+  // The webhook queue's consumer (wrangler.toml, `[[queues.consumers]]`): delivers the events it is handed.
+  async queue(batch, env) {
+    const log = createLogger({ event_source: "queue", queue: batch.queue });
+    await deliverBatch(
+      { db: databaseOf(env.DB), webhooks: configFor(env).webhooks, queue: env.WEBHOOK_QUEUE, log },
+      batch,
+    );
   },
 } satisfies ExportedHandler<Bindings>;

@@ -1,3 +1,4 @@
+import type { AuditTrail } from "./audit/events";
 import type { Config, OptionalSecrets } from "./config";
 import type { Database } from "./db/client";
 import type { Bound } from "./db/compiled";
@@ -32,5 +33,10 @@ export type AppEnv = {
      * statement for a write's batch, and what a write that found them calls after it committed.
      */
     watchers: { watching: (userId: number) => Bound<unknown>; changed: (userId: number) => void };
+    /**
+     * Set by the wiring (index.ts) for the accounts area and the admin API: the audit log's writer of this request,
+     * whose statements go into the batch of the change they record (audit/events.ts).
+     */
+    audit: AuditTrail;
   };
 };

@@ -30,6 +30,8 @@ export interface Runtime {
   settings: Record<string, unknown>;
   /** Log lines of the workers by level, and the first few errors. */
   logs: { byLevel: Record<string, number>; errors: string[] };
+  /** The DevTools protocol's WebSocket URL of a worker's isolate (its heap, for the attachments scenario). */
+  inspector(name: WorkerName): Promise<string>;
   dispose(): Promise<void>;
 }
 
@@ -106,6 +108,8 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
       resourcePersistencePath: dir,
       // A fixed placeholder for `request.cf`: Miniflare would otherwise fetch one from the internet.
       cf: false,
+      // Any free port: the attachments scenario reads an isolate's heap through it.
+      inspectorPort: 0,
       log: new Log(LogLevel.WARN),
       // The app logs JSON lines (e.g. "mail not configured" on every registration): counted, not printed.
       handleStructuredLogs: (entry: { level?: string; message?: string }) => {
@@ -180,6 +184,10 @@ export async function startRuntime(input: RuntimeInput): Promise<Runtime> {
         vars: { ...vars, JWT_SECRET_KEY: "(random per run)" },
       },
       logs,
+      inspector: async (name) => {
+        const base = await mf.getInspectorURL();
+        return `ws://${base.host}/core:user:${name}`;
+      },
       dispose,
     };
   } catch (err) {

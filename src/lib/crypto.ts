@@ -1,4 +1,4 @@
-import { base64url } from "./encoding";
+import { base64url, hex } from "./encoding";
 
 /** Hashes, random identifiers and derived MAC keys: the primitives every token and stored secret is made of. */
 
@@ -11,7 +11,7 @@ export async function sha256(text: string): Promise<Uint8Array> {
 
 /** SHA-256 of a text, in hex: what is stored of a high-entropy token, and what a request is compared by. */
 export async function sha256Hex(text: string): Promise<string> {
-  return [...(await sha256(text))].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return hex(await sha256(text));
 }
 
 /** 32 random bytes, base64url: a state, a nonce, a PKCE verifier. */

@@ -21,6 +21,8 @@ export interface Operation {
   parameters?: Json[];
   /** An example of the JSON request body; its schema comes from the route's `jsonBody` validator. */
   requestExample?: Json;
+  /** A request body that is not JSON (an upload's bytes), described as it is. */
+  requestBody?: Json;
   responses: Record<string, Json>;
 }
 

@@ -14,3 +14,10 @@ export function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
   const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
+
+/** Bytes as lowercase hex, two digits each. */
+export function hex(bytes: Uint8Array): string {
+  let text = "";
+  for (const byte of bytes) text += byte.toString(16).padStart(2, "0");
+  return text;
+}

@@ -26,8 +26,13 @@ const ANSWER_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Strict-Transport-Security": "max-age=15552000; includeSubDomains",
   "X-Content-Type-Options": "nosniff",
   "X-Frame-Options": "DENY",
-  "Cross-Origin-Resource-Policy": "same-origin",
 };
+
+/**
+ * Same-origin unless an answer says otherwise: only an attachment's signed link does, so that another page's
+ * `<img>` can show it (notes/attachments/link-routes.ts).
+ */
+const RESOURCE_POLICY = "Cross-Origin-Resource-Policy";
 
 export const CONTENT_SECURITY_POLICY = "Content-Security-Policy";
 /** The policy of an answer that brings none of its own: never framed. A document sets its own, stricter one. */
@@ -54,11 +59,13 @@ const answerSecurityHeaders = Object.entries(ANSWER_SECURITY_HEADERS);
 
 /**
  * Sets ANSWER_SECURITY_HEADERS on every answer, whichever part of the app made it (errors included), and
- * a Content-Security-Policy on those that bring none (every answer but the /docs page).
+ * a Content-Security-Policy and a Cross-Origin-Resource-Policy on those that bring none (the /docs page and an
+ * attachment's bytes bring their own policy, a signed link's bytes their own resource policy).
  */
 export const securityHeaders = createMiddleware(async (c, next) => {
   await next();
   const { headers } = c.res;
   for (const [name, value] of answerSecurityHeaders) headers.set(name, value);
   if (!headers.has(CONTENT_SECURITY_POLICY)) headers.set(CONTENT_SECURITY_POLICY, NEVER_FRAMED);
+  if (!headers.has(RESOURCE_POLICY)) headers.set(RESOURCE_POLICY, "same-origin");
 });

@@ -3,6 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { Logger } from "../lib/log";
 import type { Bound } from "../db/compiled";
 import type { AppEnv, Bindings, Database } from "../types";
+import { attachmentsApp } from "./attachments/routes";
 import { notesApp } from "./routes";
 
 /**
@@ -21,20 +22,24 @@ export interface NotesSeams {
 }
 
 /**
- * The notes area, mounted at /notes: its routes, with `c.var.watchers` bound to the request from what it is
+ * The notes area, mounted at /notes: its routes (routes.ts) and its attachments' (attachments/), with `c.var.watchers` bound to the request from what it is
  * handed. Writes go through notes/answers.ts's `written`, which runs `watching` in the write's batch and, when
  * it answered, `changed` after the answer (waitUntil).
  */
 export function notesArea({ watchers }: NotesSeams) {
-  return new Hono<AppEnv>()
-    .use(
-      createMiddleware<AppEnv>(async (c, next) => {
-        c.set("watchers", {
-          watching: (userId) => watchers.watching(c.var.db, userId),
-          changed: (userId) => c.executionCtx.waitUntil(watchers.changed(c.env, c.var.log, userId, c.var.bookmark())),
-        });
-        await next();
-      }),
-    )
-    .route("/", notesApp);
+  return (
+    new Hono<AppEnv>()
+      .use(
+        createMiddleware<AppEnv>(async (c, next) => {
+          c.set("watchers", {
+            watching: (userId) => watchers.watching(c.var.db, userId),
+            changed: (userId) => c.executionCtx.waitUntil(watchers.changed(c.env, c.var.log, userId, c.var.bookmark())),
+          });
+          await next();
+        }),
+      )
+      // Before the notes' routes: their middleware (a 1 MiB body limit among it) covers every path under /notes.
+      .route("/:id/attachments", attachmentsApp)
+      .route("/", notesApp)
+  );
 }

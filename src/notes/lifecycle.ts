@@ -6,6 +6,7 @@ import type { Database } from "../types";
 import { clockOf, notesOf, tombstonesOf } from "./access";
 import { TOMBSTONES_KEPT_MS } from "./changes";
 import { IDEMPOTENCY_KEY_TTL_MS } from "./idempotency";
+import { accountAttachmentsDeletion } from "./attachments/store";
 
 /**
  * What an account owns in the notes area, for the accounts area to run at its own times: the deletion of
@@ -22,6 +23,8 @@ import { IDEMPOTENCY_KEY_TTL_MS } from "./idempotency";
  */
 export function accountNotesDeletion(db: Database, userId: number, guard: SQL): BatchItem<"sqlite">[] {
   return [
+    // Its attachments first (their note goes next anyway): a trigger queues each one's R2 object for the cron.
+    accountAttachmentsDeletion(db, userId, guard),
     db.delete(notes).where(and(notesOf(userId), guard)),
     db.delete(noteTombstones).where(and(tombstonesOf(userId), guard)),
     db.delete(noteClocks).where(and(clockOf(userId), guard)),

@@ -40,6 +40,18 @@ export function forCallerOf<Values extends object, Row>(
   });
 }
 
+/**
+ * A statement only a caller makes (a capability that needs accounts, such as attachments): compiled once, in
+ * the caller's shape alone, bound with the caller's session, user and `now`. Run it with asCaller.
+ */
+export function forCallerOnly<Values extends object, Row>(
+  build: (db: Database, p: Placeholders<Values & CallerValues>) => Query<Row>,
+) {
+  const statement = compile(build);
+  return (db: Database, caller: AccessClaims, now: number, values: Values): Bound<Row> =>
+    statement(db.$client, { ...values, ...caller, now });
+}
+
 /** The rows of each statement of a batch, in its order. */
 export type RowsOf<Queries extends readonly Bound<unknown>[]> = {
   -readonly [K in keyof Queries]: Queries[K] extends Bound<infer Row> ? Row[] : never;

@@ -11,6 +11,8 @@ import { AuthMessage } from "../../src/auth/messages";
 import type { PasskeyJson, PasskeyRefusalJson, RequestOptionsJson } from "../../src/auth/shapes";
 import type { LiveMessage } from "../../src/live/messages";
 import type { LiveTicketJson } from "../../src/live/requests";
+import type { AttachmentMessage } from "../../src/notes/attachments/messages";
+import type { AttachmentJson } from "../../src/notes/attachments/shapes";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/requests";
@@ -32,6 +34,9 @@ type PasskeySignInOptions = Awaited<ReturnType<typeof api.auth.passkeys.login.op
 type PasskeyRegister = Awaited<ReturnType<typeof api.auth.passkeys.register.verify.$post>>;
 type Passkeys = Awaited<ReturnType<typeof api.auth.passkeys.$get>>;
 type LiveTicket = Awaited<ReturnType<(typeof api.changes)["live-ticket"]["$post"]>>;
+type Attachments = (typeof api.notes)[":id"]["attachments"];
+type Upload = Awaited<ReturnType<Attachments["$post"]>>;
+type ListAttachments = Awaited<ReturnType<Attachments["$get"]>>;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -106,6 +111,28 @@ describe("typed client", () => {
     expectTypeOf<BodyOf<LiveTicket, 201>>().toEqualTypeOf<LiveTicketJson>();
     expectTypeOf<BodyOf<LiveTicket, 429>>().toEqualTypeOf<{ error: typeof LiveMessage.tooManySockets }>();
     expect(api.changes.live.$url({ query: { ticket: "t" } }).href).toBe("http://api.test/changes/live?ticket=t");
+  });
+
+  it("types an upload as the attachment, its refusals, and the list; calls them with the file's bytes", async () => {
+    expectTypeOf<BodyOf<Upload, 201>>().toEqualTypeOf<AttachmentJson>();
+    expectTypeOf<BodyOf<Upload, 409>>().toEqualTypeOf<{ error: typeof AttachmentMessage.tooMany }>();
+    expectTypeOf<BodyOf<Upload, 411>>().toEqualTypeOf<{ error: typeof AttachmentMessage.lengthRequired }>();
+    expectTypeOf<BodyOf<Upload, 413>>().toEqualTypeOf<
+      { error: typeof AttachmentMessage.tooLarge } | { error: typeof AttachmentMessage.quotaFull }
+    >();
+    expectTypeOf<BodyOf<ListAttachments, 200>>().toEqualTypeOf<AttachmentJson[]>();
+    // With public notes (the suite's own), the calls go through and answer that attachments need accounts.
+    const bytes = new TextEncoder().encode("hello");
+    const uploaded = await api.notes[":id"].attachments.$post(
+      { param: { id: "1" }, query: { filename: "hello.txt" } },
+      { init: { body: bytes, headers: { "Content-Length": String(bytes.byteLength) } } },
+    );
+    expect(uploaded.status).toBe(404);
+    expect(api.notes[":id"].attachments[":attachmentId"].$url({ param: { id: "1", attachmentId: "a" } }).href).toBe(
+      "http://api.test/notes/1/attachments/a",
+    );
+    const linked = await api.attachments[":attachmentId"].$get({ param: { attachmentId: "a" } });
+    expect(linked.status).toBe(404);
   });
 
   it("types a conditional update's 412", () => {

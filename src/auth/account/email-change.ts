@@ -21,6 +21,7 @@ import { addressHeld } from "../core/accounts";
 import { endSessions } from "../core/sessions";
 import { switchEmail } from "./store";
 import {
+  CODE_DIGITS,
   CODE_TTL_MS,
   EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
   EMAIL_CHANGE_LOOKBACK_MS,
@@ -91,7 +92,7 @@ export const emailChange = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "Ask to change your e-mail address",
-      description: `Needs the password; mails a 6-digit code to the new address (valid ${CODE_TTL_MS / MINUTE} minutes), within the account's mail allowance.`,
+      description: `Needs the password; mails a ${CODE_DIGITS}-digit code to the new address (valid ${CODE_TTL_MS / MINUTE} minutes), within the account's mail allowance.`,
       requestExample: { password: "correct horse battery", new_email: "ada@new.example" },
       responses: {
         "200": text("Code sent", AuthMessage.emailChangeSent),
@@ -176,7 +177,7 @@ export const emailChange = new Hono<AppEnv>()
       const changedAt = Date.now();
       const switched = await endSessions(
         c,
-        (ending) => switchEmail(ending, change, changedAt),
+        (ending) => switchEmail(ending, c.var.audit, change, changedAt),
         (ok) => ok && caller.userId,
       );
       if (!switched) {

@@ -1,6 +1,7 @@
 import { and, eq, gt, gte, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { emailChangeReverts, oauthIdentities, oneTimeCodes, passkeys, resetRequests, users } from "../schema";
 import { NO_PASSWORD } from "../../lib/password";
+import type { AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { passwordWrite } from "../core/accounts";
 import type { Removed } from "../core/address-mails";
@@ -38,20 +39,21 @@ function revertOf(tokenHash: string, now: number) {
  * The undo of an e-mail change in one batch (one transaction), every statement keyed by the live revert
  * row of the token. The address goes back only while no other account holds it (none can register it
  * while the token lives: it is reserved); the password is cleared (the phisher knows it), every session
- * ends, the codes mailed to the address being undone die, and every passkey, second factor and provider identity the
+ * ends, the codes mailed to the address being undone die, its event is recorded, and every passkey, second factor and provider identity the
  * rule takes goes (see `added`). This token and those of later changes are used up; an earlier change's token stays
  * good, so a thief who chains changes cannot void the owner's. Answers the restored account, the address it was taken
  * from, what was removed and from when, or whether the token was live (its address is held by another account after all).
  */
-export async function revertEmailChange(ending: SessionEnding, tokenHash: string, now: number) {
+export async function revertEmailChange(ending: SessionEnding, audit: AuditTrail, tokenHash: string, now: number) {
   const { db } = ending;
   const { live, userId, oldEmail, changedAt, added } = revertOf(tokenHash, now);
   const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
   // True once the account holds the old address again, which the second statement just made so.
   const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
   const [removeFactors, removeRecoveryCodes] = removeFactorsAdded(db, userId, added, reverted);
-  // Read first, in the same transaction: whether the token is live, and the address the account has now.
-  const [[token], [restored], , , , passkeysGone, factorsGone, , identitiesGone] = await db.batch([
+  // Read first, in the same transaction: whether the token is live, and the address the account has now. What answers
+  // rows comes first, so that its place in the batch is fixed.
+  const [[token], [restored], passkeysGone, factorsGone, , identitiesGone] = await db.batch([
     db
       .select({ takenFrom: users.email, changedAt: emailChangeReverts.createdAt })
       .from(emailChangeReverts)
@@ -62,15 +64,17 @@ export async function revertEmailChange(ending: SessionEnding, tokenHash: string
       .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
       .where(and(eq(users.id, userId), addressFree))
       .returning({ id: users.id, email: users.email }),
-    ending.all(userId, reverted),
-    // Codes mailed to the address being undone must not act on the account any more.
-    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
-    db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
     removedPasskeys(db, userId, added(passkeys), reverted),
     removeFactors,
     removeRecoveryCodes,
     // A provider linked through the new address (it vouched for it) came after the change: within the lookback.
     removedIdentities(db, userId, added({ createdAt: oauthIdentities.createdAt }), reverted),
+    ending.all(userId, reverted),
+    // Codes mailed to the address being undone must not act on the account any more.
+    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
+    db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
+    // While the revert row, which names the account and the address, is still there.
+    ...audit.record({ type: "user.email_change_reverted", userId, data: { email: oldEmail } }, reverted),
     // This token and any later change's: an earlier change's token still undoes that one.
     db
       .delete(emailChangeReverts)

@@ -6,6 +6,7 @@ import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
 import { ID_TOKEN_MAX_AGE_MS } from "../policy";
 import { MINUTE } from "../../lib/units";
+import { orSuspended } from "../openapi";
 import { IdTokenBody } from "./requests";
 import { signIn } from "../core/gate";
 import {
@@ -67,10 +68,12 @@ export const nativeFlow = new Hono<AppEnv>().post(
         AuthMessage.nonceMismatch,
         AuthMessage.idTokenUsed,
       ),
-      "403": refusalDoc(
-        "The provider does not vouch for the address, or it is one registration would refuse: no account was made or linked",
-        "email_not_verified",
-        AuthMessage.emailNotVouched,
+      "403": orSuspended(
+        refusalDoc(
+          "The provider does not vouch for the address, or it is one registration would refuse: no account was made or linked",
+          "email_not_verified",
+          AuthMessage.emailNotVouched,
+        ),
       ),
       "404": text(
         "Not one of OAUTH_PROVIDERS, or a provider without id_tokens (GitHub)",

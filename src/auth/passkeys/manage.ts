@@ -98,7 +98,7 @@ export const passkeyManagement = new Hono<AppEnv>()
       const { password, code } = c.req.valid("json");
       const confirmed = await credentialStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
-      const removed = await removePasskey(c.var.db, c.var.caller, c.req.param("id"), Date.now());
+      const removed = await removePasskey(c.var.db, c.var.audit, c.var.caller, c.req.param("id"), Date.now());
       if (removed === "absent") return c.text(AuthMessage.passkeyNotFound, 404);
       if (removed === "last") return c.text(AuthMessage.lastWayIn, 409);
       c.var.log.info("passkey_removed", { userId: c.var.caller.userId, passkeyId: c.req.param("id") });

@@ -2,15 +2,16 @@ import * as v from "valibot";
 import { body, requiredString } from "../../lib/validation";
 import { AuthMessage } from "../messages";
 import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
+import { MAX_PASSKEY_NAME_CHARS } from "../policy";
 
 /** The request bodies of the passkey endpoints (the area's other bodies are in auth/requests.ts). */
 
-/** A passkey's name: trimmed, 1 to 64 characters, none of them control or invisible formatting characters. */
+/** A passkey's name: trimmed, 1 to MAX_PASSKEY_NAME_CHARS characters, none of them control or invisible formatting characters. */
 const passkeyName = v.pipe(
   requiredString(AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString),
   v.transform((name) => name.trim()),
-  v.check((name) => [...name].length <= 64 && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
-  v.description("1 to 64 characters, trimmed; no control characters."),
+  v.check((name) => [...name].length <= MAX_PASSKEY_NAME_CHARS && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
+  v.description(`1 to ${MAX_PASSKEY_NAME_CHARS} characters, trimmed; no control characters.`),
 );
 
 export const PasskeyRegisterVerifyBody = body({ response: RegistrationResponse, name: v.optional(passkeyName) });

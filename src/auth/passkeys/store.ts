@@ -2,6 +2,7 @@ import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
 import { passkeyChallenges, passkeys, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
+import type { AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
 import { otherWayIn } from "../core/accounts";
@@ -117,10 +118,11 @@ export async function claimRegistrationChallenge(db: Database, caller: AccessCla
 /**
  * Stores a new passkey of the caller in one INSERT … SELECT: only while the caller's session is live, the
  * account has fewer than MAX_PASSKEYS and no account has the credential (so the unique index is never hit).
- * Reads alongside why nothing was stored, if it was not.
+ * Reads alongside why nothing was stored, if it was not; records its event if it was.
  */
 export async function addPasskey(
   db: Database,
+  audit: AuditTrail,
   caller: AccessClaims,
   credential: NewCredential,
   name: string,
@@ -155,6 +157,10 @@ export async function addPasskey(
       .returning(passkeyFields),
     db.select({ id: passkeys.id }).from(passkeys).where(eq(passkeys.credentialId, credential.credentialId)),
     sessionCheck(db, caller, now),
+    ...audit.record(
+      { type: "passkey.added", userId: caller.userId, data: { passkey_id: id, name } },
+      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${passkeys.id} = ${id})`,
+    ),
   ]);
   const [row] = added;
   if (row) return { added: row };
@@ -189,22 +195,31 @@ export async function renamePasskey(db: Database, caller: AccessClaims, id: stri
 
 /**
  * Deletes one of the caller's passkeys (the step-up has just checked the session), only while the account keeps
- * another way in (core/accounts.ts, otherWayIn): its name, "absent" for none of theirs, or "last" for the account's
- * last way in.
+ * another way in (core/accounts.ts, otherWayIn), with its event: its name, "absent" for none of theirs, or "last" for
+ * the account's last way in.
  */
 export async function removePasskey(
   db: Database,
+  audit: AuditTrail,
   caller: AccessClaims,
   id: string,
   now: number,
 ): Promise<{ name: string } | "absent" | "last"> {
   const ofCaller = and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId));
+  const removing = and(ofCaller, liveSession(caller, now), otherWayIn(caller.userId, { passkeyId: id }));
+  // Read, and recorded, before the passkey goes, under the very condition of its deletion: one transaction.
   const [[held], [removed]] = await db.batch([
     db.select({ name: passkeys.name }).from(passkeys).where(ofCaller),
-    db
-      .delete(passkeys)
-      .where(and(ofCaller, liveSession(caller, now), otherWayIn(caller.userId, { passkeyId: id })))
-      .returning({ name: passkeys.name }),
+    db.select({ name: passkeys.name }).from(passkeys).where(removing),
+    ...audit.record(
+      {
+        type: "passkey.removed",
+        userId: caller.userId,
+        data: { passkey_id: id, name: sql`(SELECT ${passkeys.name} FROM ${passkeys} WHERE ${removing})` },
+      },
+      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${removing})`,
+    ),
+    db.delete(passkeys).where(removing),
   ]);
   if (removed) return removed;
   return held ? "last" : "absent";

@@ -157,8 +157,7 @@ function takenTo(restored: string, taken: string, prefix: string) {
   return { restored, taken, maskedRestored: "u***@example.com", maskedTaken: `${prefix[0]}***@example.com` };
 }
 
-// A file's first passkey ceremony loads the WebAuthn library into the runtime, which can take vitest's 5 s alone.
-describe("the undo of an e-mail change: the phisher's additions", { timeout: 20_000 }, () => {
+describe("the undo of an e-mail change: the phisher's additions", () => {
   it("removes the passkey and the TOTP factor the changing session added before the change, however long before; the owner's older passkey stays (N2)", async () => {
     const owner = await account();
     const userId = (await storedUser(owner))!.id;
