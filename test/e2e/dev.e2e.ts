@@ -7,7 +7,9 @@
  *   sealed under it still opens, so the factor is confirmed;
  * - OAUTH_LOCAL_CLIENT_ID, _CLIENT_SECRET, _ISSUER: a whole web sign-in with the local OpenID provider
  *   (scripts/oauth-provider.ts); OAUTH_APPLE_CLIENT_ID, _ISSUER, _TEAM_ID, _KEY_ID, _PRIVATE_KEY: Apple's web flow
- *   starts (it answers 503 while one of the three of its client secret is missing).
+ *   starts (it answers 503 while one of the three of its client secret is missing);
+ * - ADMIN_TOKEN: the admin API answers it (a 404 without); WEBHOOK_SECRET: the registration's event reaches a
+ *   receiver here signed with it, as the `standardwebhooks` library verifies.
  * The script runs in a copy of the project in a temporary directory (its scripts and wrangler.toml copied; src/,
  * drizzle/ and node_modules linked), so its `.dev.vars`, mail catcher and local D1 are this test's, never the
  * developer's.
@@ -21,6 +23,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { Webhook } from "standardwebhooks";
 import {
   devSettings,
   LOCAL_REDIRECT_URL,
@@ -38,6 +41,10 @@ const TURNSTILE_SECRET = `turnstile-${randomBytes(8).toString("hex")}`;
 const TURNSTILE_GOOD_TOKEN = "a-good-turnstile-token";
 const PASSWORD = "correct horse battery";
 const APPLE_CLIENT_ID = "com.example.notes.web";
+const ADMIN_TOKEN = randomBytes(24).toString("hex");
+const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString("base64")}`;
+/** How long the registration's event may take to arrive: the local queue's batch timeout, and a retry. */
+const DELIVERY_WAIT_MS = 40_000;
 
 let dev: ChildProcess | undefined;
 let output = "";
@@ -46,6 +53,28 @@ let provider: LocalProvider | undefined;
 let siteverify: Server | undefined;
 /** The secrets and tokens the fake Turnstile verify URL was sent. */
 const verified: Array<{ secret: string | null; response: string | null }> = [];
+let hooks: Server | undefined;
+/** The webhook deliveries received: their headers and body. */
+const deliveries: Array<{ headers: Record<string, string>; body: string }> = [];
+
+/** A webhook receiver that keeps every delivery. */
+async function startHooks(): Promise<string> {
+  hooks = createServer((request, response) => {
+    let body = "";
+    request.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+    request.on("end", () => {
+      const header = (name: string) => String(request.headers[name] ?? "");
+      const headers = Object.fromEntries(
+        ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) => [name, header(name)]),
+      );
+      deliveries.push({ headers, body });
+      response.statusCode = 204;
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve) => hooks!.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+}
 
 /** A fake Turnstile siteverify: the good token passes; it records what it was sent. */
 async function startSiteverify(): Promise<string> {
@@ -72,7 +101,7 @@ function copyProject(): void {
 }
 
 /** `.dev.vars` with every optional secret and the providers' settings, besides what `npm run dev` writes there. */
-function writeDevVars(smtpPort: number, verifyUrl: string, issuer: string): void {
+function writeDevVars(smtpPort: number, verifyUrl: string, issuer: string, hookUrl: string): void {
   const pem = generateKeyPairSync("ec", { namedCurve: "P-256" })
     .privateKey.export({ format: "pem", type: "pkcs8" })
     .toString()
@@ -88,6 +117,9 @@ function writeDevVars(smtpPort: number, verifyUrl: string, issuer: string): void
     TURNSTILE_VERIFY_URL: verifyUrl,
     MFA_ENCRYPTION_KEY: MFA_KEY,
     MFA_ENCRYPTION_KEY_PREVIOUS: MFA_KEY_PREVIOUS,
+    ADMIN_TOKEN,
+    WEBHOOK_URL: hookUrl,
+    WEBHOOK_SECRET,
     ...devSettings(issuer),
     OAUTH_PROVIDERS: "local,apple",
     OAUTH_APPLE_CLIENT_ID: APPLE_CLIENT_ID,
@@ -166,7 +198,7 @@ before(
   async () => {
     copyProject();
     provider = await startLocalProvider({ port: 0, email: "dev-user@example.test", unverified: false });
-    writeDevVars(await freePort(), await startSiteverify(), provider.issuer);
+    writeDevVars(await freePort(), await startSiteverify(), provider.issuer, await startHooks());
     const [port, inspectorPort] = [await freePort(), await freePort()];
     origin = `http://127.0.0.1:${port}`;
     const args = ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort)];
@@ -197,12 +229,14 @@ after(async () => {
   }
   await provider?.stop();
   await new Promise<void>((resolve) => (siteverify ? siteverify.close(() => resolve()) : resolve()));
+  await new Promise<void>((resolve) => (hooks ? hooks.close(() => resolve()) : resolve()));
   rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
 });
 
 test("npm run dev names what it passes on from .dev.vars, and wrangler lists each as hidden", () => {
   const passed = /\[dev\] Passing on from \.dev\.vars what wrangler reads only when declared: (.*)\.\n/.exec(output);
   assert.deepEqual(passed?.[1]?.split(", ").sort(), [
+    "ADMIN_TOKEN",
     "MFA_ENCRYPTION_KEY",
     "MFA_ENCRYPTION_KEY_PREVIOUS",
     "OAUTH_APPLE_CLIENT_ID",
@@ -214,6 +248,7 @@ test("npm run dev names what it passes on from .dev.vars, and wrangler lists eac
     "OAUTH_LOCAL_CLIENT_SECRET",
     "OAUTH_LOCAL_ISSUER",
     "TURNSTILE_SECRET_KEY",
+    "WEBHOOK_SECRET",
   ]);
   assert.match(output, /env\.TURNSTILE_SECRET_KEY \("\(hidden\)"\)/);
   assert.ok(!output.includes(TURNSTILE_SECRET), "the secret's value is not printed");
@@ -288,6 +323,29 @@ test("OAUTH_LOCAL_* from .dev.vars: a whole web sign-in with the local provider;
   const toApple = new URL(apple.headers.get("location")!);
   assert.equal(toApple.searchParams.get("client_id"), APPLE_CLIENT_ID);
   assert.equal(toApple.searchParams.get("response_mode"), "form_post");
+});
+
+test("ADMIN_TOKEN from .dev.vars opens the admin API; WEBHOOK_SECRET signs the deliveries", async () => {
+  const email = `operators-${randomBytes(4).toString("hex")}@example.com`;
+  const turnstile = { "cf-turnstile-response": TURNSTILE_GOOD_TOKEN };
+  assert.equal((await call("POST", "/auth/register", { email, password: PASSWORD }, turnstile)).status, 201);
+  const found = await call("GET", `/admin/users?email=${encodeURIComponent(email)}`, undefined, {
+    Authorization: `Bearer ${ADMIN_TOKEN}`,
+  });
+  assert.equal(found.status, 200);
+  const { users } = (await found.json()) as { users: { email: string }[] };
+  assert.deepEqual(
+    users.map((user) => user.email),
+    [email],
+  );
+
+  const deadline = Date.now() + DELIVERY_WAIT_MS;
+  const registered = () => deliveries.find((delivery) => delivery.body.includes(JSON.stringify(email)));
+  while (!registered() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+  const delivery = registered();
+  assert.ok(delivery, `no delivery of the registration:\n${tail(output)}`);
+  const event = new Webhook(WEBHOOK_SECRET).verify(delivery.body, delivery.headers) as { type: string };
+  assert.equal(event.type, "user.registered");
 });
 
 /** The code of the verification mail to `email` that the dev server's mail catcher printed. */
