@@ -17,7 +17,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import ts from "typescript";
-import { sourcesAt, wranglerNames } from "./check-settings.ts";
+import { sourcesAt } from "./check-settings.ts";
+import { wranglerNames } from "./wrangler-toml.ts";
 
 /** The sections of a capability page, in order. */
 export const SKELETON = ["What it is", "Rules", "Decisions", "Operations"];

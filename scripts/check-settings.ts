@@ -20,6 +20,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import ts from "typescript";
+import { wranglerNames } from "./wrangler-toml.ts";
 
 /** A setting's name, or a pattern of names made from a value (`OAUTH_<N>_CLIENT_ID`). */
 const NAME = /^[A-Z][A-Z0-9]*(?:_(?:[A-Z0-9]+|<N>))*$/;
@@ -84,38 +85,6 @@ export function settingsReadBy(file: string, text: string): Found {
   };
   visit(source);
   return found;
-}
-
-/**
- * wrangler.toml's settings (`[vars]` with their values, `[secrets] required`) and bindings (the names code reaches
- * through env).
- */
-export function wranglerNames(toml: string): {
-  vars: Map<string, string>;
-  secrets: Set<string>;
-  bindings: Set<string>;
-} {
-  const vars = new Map<string, string>();
-  const secrets = new Set<string>();
-  const bindings = new Set<string>();
-  let table = "";
-  for (const raw of toml.split("\n")) {
-    const line = raw.replace(/\s+#.*$/, "").trim();
-    const header = /^\[\[?([^\]]+)\]\]?$/.exec(line);
-    if (header) {
-      table = header[1]!.trim();
-      continue;
-    }
-    const entry = /^([A-Za-z0-9_]+)\s*=\s*(.*)$/.exec(line);
-    if (!entry) continue;
-    const [, key, value] = entry as unknown as [string, string, string];
-    if (table === "vars") vars.set(key, /^"([^"]*)"$/.exec(value)?.[1] ?? value);
-    else if (table === "secrets" && key === "required")
-      for (const name of value.matchAll(/"([^"]+)"/g)) secrets.add(name[1]!);
-    else if ((key === "binding" || key === "name") && table !== "" && table !== "migrations")
-      bindings.add(/^"([^"]*)"/.exec(value)?.[1] ?? value);
-  }
-  return { vars, secrets, bindings };
 }
 
 /** A row of the README's settings table: its names (the first cell's `NAME`s), its kind and default cells, its line. */

@@ -8,7 +8,8 @@
  *   3. starts the mail catcher when SMTP_HOST is local and no server of the developer's is there, so
  *      verification codes show up here;
  *   4. applies the D1 migrations to the local database, printing one line (everything on failure);
- *   5. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`).
+ *   5. runs `wrangler dev` with every extra argument (`npm run dev -- --port 9000`), and every setting of
+ *      `.dev.vars` that wrangler would drop (undeclaredSettings).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -18,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { planMailCatcher, startMailCatcher, type MailCatcher } from "./mail-catcher.ts";
 import { portInUse } from "./ports.ts";
+import { wranglerNames } from "./wrangler-toml.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(root);
@@ -41,13 +43,17 @@ function createDevVars(): void {
   }
 }
 
+/** The values of every `--name value` and `--name=value` among wrangler's arguments. */
+function argumentsOf(args: string[], name: string): string[] {
+  return args.flatMap((arg, i) => {
+    if (arg === name) return args[i + 1] === undefined ? [] : [args[i + 1]!];
+    return arg.startsWith(`${name}=`) ? [arg.slice(name.length + 1)] : [];
+  });
+}
+
 /** The value of `--name value` or `--name=value` among wrangler's arguments, if given. */
 function argument(args: string[], name: string): string | undefined {
-  for (const [i, arg] of args.entries()) {
-    if (arg === name) return args[i + 1];
-    if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1);
-  }
-  return undefined;
+  return argumentsOf(args, name)[0];
 }
 
 function fail(lines: string[]): never {
@@ -132,6 +138,30 @@ function passkeyOrigin(args: string[]): string[] {
   return ["--var", `WEBAUTHN_ORIGINS:http://localhost:${port}`];
 }
 
+/**
+ * Once wrangler.toml has `[secrets]`, `wrangler dev` takes from `.dev.vars` only the names wrangler.toml declares
+ * (`[vars]`, `[secrets] required`) and drops the rest without a word: the optional secrets (TURNSTILE_SECRET_KEY,
+ * MFA_ENCRYPTION_KEY…) and every OAUTH_<N>_* setting. Those are passed on as `--var NAME:value` (wrangler lists them
+ * as hidden), unless the command line gives the name itself. The file is the one wrangler reads: those of
+ * `--env-file` when given, else `.dev.vars.<env>` for `--env` when it exists, else `.dev.vars`.
+ */
+function undeclaredSettings(args: string[]): string[] {
+  const env = argument(args, "--env") ?? argument(args, "-e");
+  const envFiles = argumentsOf(args, "--env-file");
+  const files =
+    envFiles.length > 0 ? envFiles : env && existsSync(`.dev.vars.${env}`) ? [`.dev.vars.${env}`] : [".dev.vars"];
+  const settings: Record<string, string> = {};
+  for (const file of files) if (existsSync(file)) Object.assign(settings, parseEnv(readFileSync(file, "utf8")));
+  const { vars, secrets } = wranglerNames(readFileSync("wrangler.toml", "utf8"));
+  const given = new Set(argumentsOf(args, "--var").map((pair) => pair.split(":")[0]));
+  const passed = Object.keys(settings).filter((name) => !vars.has(name) && !secrets.has(name) && !given.has(name));
+  if (passed.length === 0) return [];
+  console.log(
+    `[dev] Passing on from ${files.join(", ")} what wrangler reads only when declared: ${passed.join(", ")}.`,
+  );
+  return passed.flatMap((name) => ["--var", `${name}:${settings[name]}`]);
+}
+
 createDevVars();
 const wranglerArgs = process.argv.slice(2);
 const catcherAt = catcherAddress();
@@ -139,9 +169,11 @@ await checkWorkerPort(wranglerArgs, catcherAt);
 const catcher = await localMail(catcherAt);
 applyMigrations();
 
-const child = spawn(process.execPath, [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs)], {
-  stdio: "inherit",
-});
+const child = spawn(
+  process.execPath,
+  [wrangler, "dev", ...wranglerArgs, ...passkeyOrigin(wranglerArgs), ...undeclaredSettings(wranglerArgs)],
+  { stdio: "inherit" },
+);
 
 // On Ctrl+C the terminal signals wrangler too; forwarding matters when only this process is signalled.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

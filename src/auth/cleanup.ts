@@ -6,6 +6,7 @@ import {
   emailChangeReverts,
   loginFailures,
   mfaChallenges,
+  oauthIdTokenUses,
   oauthLoginCodes,
   oauthStates,
   oneTimeCodes,
@@ -73,6 +74,13 @@ export function authCleanUp(db: Database, now: number, audit: AuditTrail) {
       .delete(emailChangeReverts)
       .where(lte(emailChangeReverts.expiresAt, now))
       .returning({ userId: emailChangeReverts.userId }),
+    ...signInCleanUp(db, now),
+  };
+}
+
+/** What pending sign-ins leave behind: challenges, states, login codes and the id_tokens already taken. */
+function signInCleanUp(db: Database, now: number) {
+  return {
     // A second-factor challenge past its five minutes can no longer be answered.
     expiredMfaChallenges: db
       .delete(mfaChallenges)
@@ -92,5 +100,10 @@ export function authCleanUp(db: Database, now: number, audit: AuditTrail) {
       .delete(oauthLoginCodes)
       .where(lte(oauthLoginCodes.expiresAt, now))
       .returning({ userId: oauthLoginCodes.userId }),
+    // An id_token past its expiry no longer verifies: nothing to remember it for.
+    expiredIdTokenUses: db
+      .delete(oauthIdTokenUses)
+      .where(lte(oauthIdTokenUses.expiresAt, now))
+      .returning({ tokenHash: oauthIdTokenUses.tokenHash }),
   };
 }

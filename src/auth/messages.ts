@@ -120,6 +120,7 @@ export const AuthMessage = {
   idTokenRequired: "id_token is required.",
   idTokenStrings: "id_token and nonce must be strings.",
   invalidIdToken: "Invalid or expired id_token.",
+  idTokenUsed: "This id_token was used already: sign in with the provider again for a new one.",
   nonceMismatch: "The nonce does not match the id_token's.",
   providerUnavailable: "The sign-in provider could not be reached. Try again later.",
   emailNotVouched:
@@ -127,7 +128,8 @@ export const AuthMessage = {
   accountConflict:
     "This address is reserved for the account that gave it up, or its account has another identity of this provider.",
   identityNotLinked: "No identity of this provider is linked to your account.",
-  lastWayIn: "This is your account's last way in: set a password (forgot-password) or link another provider first.",
+  lastWayIn:
+    "This is your account's last way in: set a password (forgot-password), add a passkey or link another provider first.",
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
   bodyTooLarge: `Request body is too large (limit ${AUTH_BODY_LIMIT_BYTES / KiB} KiB).`,

@@ -54,6 +54,22 @@ export const passwordChecked = {
 
 export const passwordRules = [AuthMessage.passwordTooShort, AuthMessage.passwordTooLong];
 
+/**
+ * The 401s of the step-up of adding or removing a way in (a passkey, a linked provider): the other step-ups' and a
+ * missing password (not counted).
+ */
+export const credentialStepUpRefused = {
+  ...passwordChecked["401"],
+  ...text(
+    "Invalid, expired or revoked access token, a session out of password checks, a missing or wrong password, or while two-factor authentication is on a missing or wrong `code`",
+    AuthMessage.invalidAccessToken,
+    AuthMessage.passwordRequired,
+    AuthMessage.wrongPassword,
+    AuthMessage.mfaCodeRequired,
+    AuthMessage.invalidMfaCode,
+  ),
+};
+
 /** The answers of an endpoint behind Turnstile, when TURNSTILE_SECRET_KEY is set (limits/turnstile.ts). */
 export const turnstileAnswers = {
   "403": text("Turnstile refused the token (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileFailed),

@@ -43,6 +43,13 @@ export const DEVICE_TOKEN_TTL_SECONDS = (180 * DAY) / SECOND;
 /** Failed logins that the stale device tokens of one account (see above) may have in an hour, together. */
 export const STALE_DEVICE_FAILURES_PER_HOUR = 10;
 
+/**
+ * Each stale device token gets one try this often judged on its own device alone, outside that shared allowance: a
+ * device of the owner's that has not signed in since the change is never refused because another token (a phisher's
+ * gathered one) spent the allowance. A token that has had its try draws on the allowance.
+ */
+export const STALE_DEVICE_OWN_TRY_MS = DAY;
+
 // Login lockout
 
 /** Login attempts (failed, or still being checked) that lock an address... */
@@ -110,6 +117,22 @@ export const RESET_MAILS_PER_HOUR = 5;
  */
 export const RESET_MAILS_PER_CLIENT_PER_HOUR = 2;
 
+// Budgets the deployment shares (limits/mail-budget.ts, limits/code-budget.ts)
+
+/**
+ * A budget the whole deployment shares (its mails, MAIL_HOURLY_LIMIT and MAIL_DAILY_LIMIT; its failed code tries,
+ * FAILED_CODE_HOURLY_LIMIT) counts in this many shares: one account, and one client (an IPv4 address or an IPv6 /64),
+ * may spend at most one share of each window. Mail to unverified addresses is held to half, so one account or client
+ * can never leave the rest of the service less than a quarter of the mail budget.
+ */
+export const BUDGET_SHARES = 4;
+
+/**
+ * A notice of one kind (a password changed, a passkey added, …) goes to an account at most once this long: its
+ * repeats are coalesced into that one, whatever repeats the action.
+ */
+export const NOTICE_COALESCE_MS = HOUR;
+
 // E-mail change
 
 /**
@@ -127,6 +150,20 @@ export const EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR = 10;
 
 /** A confirmed change's old address may undo it for this long (email-revert.ts). */
 export const EMAIL_CHANGE_REVERT_TTL_MS = 7 * DAY;
+
+/**
+ * The undo of a change removes every passkey, second factor and linked provider added from this long before the
+ * change on (and whatever the changing session added, whenever): what someone who had the password could have added
+ * with a second session just before changing the address (docs/threat-model/email-change.md).
+ */
+export const EMAIL_CHANGE_LOOKBACK_MS = DAY;
+
+/**
+ * Once the account signs in after a change with a second factor it had before that lookback (a passkey, TOTP), the
+ * old address may undo the change for at most this long from then on: the new address's holder has proven they are
+ * the account's owner with what a phisher holding the password does not have.
+ */
+export const EMAIL_CHANGE_REVERT_PROVEN_TTL_MS = DAY;
 
 // Clean-up
 
@@ -186,6 +223,13 @@ export const APPLE_CLIENT_SECRET_RENEW_MS = 10 * MINUTE;
 
 /** Clocks may differ by this much (seconds) when `exp` and `iat` are checked. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
+
+/**
+ * An id_token is taken only this long after its `iat` (and never with an `iat` ahead of the clock beyond
+ * CLOCK_TOLERANCE_SECONDS): an app sends its SDK's token at once, and the tokens already taken are remembered only
+ * until then (oauth/native.ts).
+ */
+export const ID_TOKEN_MAX_AGE_MS = HOUR;
 
 // Turnstile
 

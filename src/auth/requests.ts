@@ -26,8 +26,11 @@ export function normalizeEmail(email: string): string {
   return email.trim().normalize("NFC").toLowerCase();
 }
 
-/** A plausible address: the rules register and login apply before anything is stored for an address. */
-function plausibleEmail(email: string): boolean {
+/**
+ * A plausible address: the rules register and login apply before anything is stored for an address, and that an
+ * address a sign-in provider vouches for must pass too (oauth/resolve.ts).
+ */
+export function plausibleEmail(email: string): boolean {
   return email.length <= MAX_EMAIL_LENGTH && !INVISIBLE.test(email) && PLAUSIBLE_EMAIL.test(email);
 }
 
@@ -169,6 +172,22 @@ function stepUpPassword(required: string, notString: string) {
     ),
   );
 }
+
+/**
+ * The step-up of adding or removing a way in (a passkey, a linked provider): its password's absence is a 401 (the
+ * handler's), like a wrong one but not counted; a value of another type is a 400.
+ */
+export const CredentialStepUpBody = body({
+  password: v.optional(
+    v.pipe(
+      v.string(AuthMessage.passwordString),
+      v.description(
+        `The account's password (step-up); an account without one (\`has_password\` false) leaves it out and needs a session opened in the last ${duration(RECENT_SIGN_IN_MS)}.`,
+      ),
+    ),
+  ),
+  code: stepUpCode,
+});
 
 export const ChangePasswordBody = body({
   current_password: stepUpPassword(AuthMessage.changePasswordRequired, AuthMessage.changePasswordStrings),

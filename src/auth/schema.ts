@@ -111,10 +111,11 @@ export const resetMailAllowances = sqliteTable(
 );
 
 /**
- * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS: the notice to the old address
- * carries a revert token that puts the old address back, ends every session, clears the password (a
- * phished password must not outlive the undo) and removes second factors added since. While the row
- * lives, its old address stays reserved for the account. Only the token's SHA-256 is stored.
+ * One row per confirmed e-mail change, for EMAIL_CHANGE_REVERT_TTL_MS (less once the account signs in with an older
+ * second factor): the notice to the old address carries a revert token that puts the old address back, ends every
+ * session, clears the password (a phished password must not outlive the undo) and removes what the rule of
+ * docs/threat-model/email-change.md names. While the row lives, its old address stays reserved for the account. Only
+ * the token's SHA-256 is stored.
  */
 export const emailChangeReverts = sqliteTable(
   "email_change_reverts",
@@ -125,10 +126,13 @@ export const emailChangeReverts = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
     oldEmail: text("old_email").notNull(),
-    // When the change was confirmed: a revert voids only the tokens of later changes, and removes the
-    // second factors added after its own change.
+    // When the change was confirmed: a revert voids only the tokens of later changes, and removes what was
+    // added from EMAIL_CHANGE_LOOKBACK_MS before it on (docs/threat-model/email-change.md).
     createdAt: integer("created_at").notNull().default(0),
     expiresAt: integer("expires_at").notNull(),
+    // The session that confirmed the change: whatever it added, however long before, goes with the undo too.
+    // Null for changes from before this column (their undo removes by time alone).
+    sessionId: text("session_id"),
   },
   (table) => [
     index("email_change_reverts_user_id").on(table.userId),
@@ -164,6 +168,9 @@ export const mfaFactors = sqliteTable(
     wrongInWindow: integer("wrong_in_window").notNull().default(0),
     // The window whose filling was mailed to the owner: one notice per window.
     noticedWindow: integer("noticed_window").notNull().default(0),
+    // The session that enrolled it (the undo of an e-mail change removes what the changing session added);
+    // null for factors from before this column.
+    addedBySession: text("added_by_session"),
   },
   (table) => [primaryKey({ columns: [table.userId, table.kind] })],
 );
@@ -293,6 +300,12 @@ export const passkeys = sqliteTable(
     // Milliseconds since the epoch; last_used_at is null until its first sign-in.
     createdAt: integer("created_at").notNull(),
     lastUsedAt: integer("last_used_at"),
+    // The session that registered it (the undo of an e-mail change removes what the changing session added);
+    // null for passkeys from before this column.
+    addedBySession: text("added_by_session"),
+    // The last sign-in that presented a signature counter that did not move forward (the passkey may have
+    // been copied): shown in the list and mailed to the owner; null while it never happened.
+    counterRegressedAt: integer("counter_regressed_at"),
   },
   (table) => [index("passkeys_user_id").on(table.userId)],
 );
@@ -342,6 +355,22 @@ export const oauthIdentities = sqliteTable(
     primaryKey({ columns: [table.issuer, table.subject] }),
     uniqueIndex("oauth_identities_user_id_provider").on(table.userId, table.provider),
   ],
+);
+
+/**
+ * The id_tokens the native flow has accepted, until they expire: each is taken once, by one INSERT … ON
+ * CONFLICT DO NOTHING claimed before its account is resolved or a session opened (auth/oauth/native.ts). Keyed
+ * by the SHA-256 of the issuer and the token's signed part (header and payload): a signature can be spelled
+ * again (base64url's spare bits, ECDSA's (r, n - s)) without the provider, the signed part cannot.
+ */
+export const oauthIdTokenUses = sqliteTable(
+  "oauth_id_token_uses",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    // The token's `exp` (milliseconds) plus the clock tolerance: until then it would still verify.
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("oauth_id_token_uses_expires_at").on(table.expiresAt)],
 );
 
 /**

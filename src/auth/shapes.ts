@@ -114,6 +114,11 @@ export const Passkey = v.object({
     "The last sign-in with it; null before the first",
   ),
   backed_up: described(v.boolean(), "The authenticator reports it backed up (a synced passkey) as of its last use"),
+  counter_regressed_at: described(
+    v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+    "The last sign-in with it whose signature counter did not move forward, which a copy of the passkey would send: that " +
+      "sign-in was refused and the owner mailed. Null while it never happened",
+  ),
 });
 export type PasskeyJson = v.InferOutput<typeof Passkey>;
 

@@ -6,7 +6,19 @@ import { SECOND } from "../lib/units";
 import type { Bindings } from "../types";
 import type { Claimed } from "./tickets";
 import { forgetWatchers } from "./watchers";
-import { CLOSE_SESSION_ENDED, changedFrame, Frame, SESSION_ENDED_REASON } from "./protocol";
+import {
+  CLOSE_MESSAGE_TOO_BIG,
+  CLOSE_SESSION_ENDED,
+  CLOSE_TOO_MANY_MESSAGES,
+  changedFrame,
+  Frame,
+  LIVE_MESSAGE_MAX_BYTES,
+  LIVE_MESSAGE_WINDOW_MS,
+  LIVE_MESSAGES_PER_MINUTE,
+  MESSAGE_TOO_BIG_REASON,
+  SESSION_ENDED_REASON,
+  TOO_MANY_MESSAGES_REASON,
+} from "./protocol";
 
 /**
  * The hub of one account's live sockets: a Durable Object per account (named by its user id, see notify.ts),
@@ -20,11 +32,18 @@ import { CLOSE_SESSION_ENDED, changedFrame, Frame, SESSION_ENDED_REASON } from "
  * - `alarm`: the earliest session of its sockets is due to expire: the same re-check.
  */
 
-/** What a socket keeps across hibernation: its account, and when its session ends as last read. */
+/**
+ * What a socket keeps across hibernation: its account, when its session ends as last read, and the messages it sent
+ * in its current minute (those that woke the hub: see LIVE_MESSAGES_PER_MINUTE).
+ */
 interface Attachment {
   userId: number;
   sessionEnds: number;
+  windowStart?: number;
+  messages?: number;
 }
+
+const encoder = new TextEncoder();
 
 /** A session's expiry is re-checked this long after it is due, so that the check finds it ended. */
 const EXPIRY_MARGIN_MS = SECOND;
@@ -133,8 +152,26 @@ export class LiveHub extends DurableObject<Bindings> {
     );
   }
 
-  /** The hub reads nothing from a socket: ping is answered by the runtime, anything else is ignored. */
-  override webSocketMessage(): void {}
+  /**
+   * The hub reads nothing from a socket: ping is answered by the runtime without waking it, anything else is ignored,
+   * but counted: a message over LIVE_MESSAGE_MAX_BYTES, or one past LIVE_MESSAGES_PER_MINUTE in the socket's minute,
+   * closes the socket, so no client can keep the hub awake (each wake is a billed event).
+   */
+  override webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
+    const size = typeof message === "string" ? encoder.encode(message).byteLength : message.byteLength;
+    if (size > LIVE_MESSAGE_MAX_BYTES) return closeOpen(socket, CLOSE_MESSAGE_TOO_BIG, MESSAGE_TOO_BIG_REASON);
+    const attachment = socket.deserializeAttachment() as Attachment;
+    const now = Date.now();
+    const fresh = attachment.windowStart === undefined || now - attachment.windowStart >= LIVE_MESSAGE_WINDOW_MS;
+    const messages = fresh ? 1 : (attachment.messages ?? 0) + 1;
+    if (messages > LIVE_MESSAGES_PER_MINUTE)
+      return closeOpen(socket, CLOSE_TOO_MANY_MESSAGES, TOO_MANY_MESSAGES_REASON);
+    socket.serializeAttachment({
+      ...attachment,
+      windowStart: fresh ? now : attachment.windowStart,
+      messages,
+    } satisfies Attachment);
+  }
 
   /**
    * Reads, in one D1 query, which of the sockets' sessions are still live: the others' sockets close with
@@ -155,7 +192,11 @@ export class LiveHub extends DurableObject<Bindings> {
         if (socket.readyState === WebSocket.OPEN) socket.close(CLOSE_SESSION_ENDED, SESSION_ENDED_REASON);
         continue;
       }
-      socket.serializeAttachment({ userId, sessionEnds } satisfies Attachment);
+      socket.serializeAttachment({
+        ...(socket.deserializeAttachment() as Attachment),
+        userId,
+        sessionEnds,
+      } satisfies Attachment);
       earliest = Math.min(earliest, sessionEnds);
     }
     if (earliest !== Infinity) await this.ctx.storage.setAlarm(earliest + EXPIRY_MARGIN_MS);
@@ -176,4 +217,9 @@ export class LiveHub extends DurableObject<Bindings> {
     sql.exec("DELETE FROM places WHERE until <= ?", Date.now());
     return sql;
   }
+}
+
+/** Closes `socket` with `code` unless it is closed or closing already. */
+function closeOpen(socket: WebSocket, code: number, reason: string): void {
+  if (socket.readyState === WebSocket.OPEN) socket.close(code, reason);
 }

@@ -4,7 +4,7 @@
  * source of truth, so a frame lost with a dropped connection loses nothing (the client pulls on `ready`).
  */
 
-import { SECOND } from "../lib/units";
+import { KiB, MINUTE, SECOND } from "../lib/units";
 
 /** How long a ticket may wait for its socket: long enough for a slow network, short enough to be worthless in a log. */
 export const TICKET_TTL_MS = 30 * SECOND;
@@ -12,6 +12,20 @@ export const TICKET_TTL_MS = 30 * SECOND;
 /** The close code of a socket whose session has ended (logout, password change, …): log in again. */
 export const CLOSE_SESSION_ENDED = 4001;
 export const SESSION_ENDED_REASON = "session ended";
+
+/**
+ * A client sends only pings, which the runtime answers without waking the hub; any other message wakes it (a billed
+ * event) and is ignored. So a socket may send at most LIVE_MESSAGES_PER_MINUTE of them in a minute, none larger than
+ * LIVE_MESSAGE_MAX_BYTES: the hub closes a socket past either, with these codes (RFC 6455's), and the client
+ * reconnects as after any other close.
+ */
+export const LIVE_MESSAGE_MAX_BYTES = KiB;
+export const LIVE_MESSAGES_PER_MINUTE = 10;
+export const LIVE_MESSAGE_WINDOW_MS = MINUTE;
+export const CLOSE_MESSAGE_TOO_BIG = 1009;
+export const MESSAGE_TOO_BIG_REASON = "message too big";
+export const CLOSE_TOO_MANY_MESSAGES = 1008;
+export const TOO_MANY_MESSAGES_REASON = "too many messages";
 
 export const Frame = {
   /** The first frame, sent once the socket is registered: pull now, and every change after it will be told. */

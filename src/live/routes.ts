@@ -13,7 +13,15 @@ import type { AppEnv } from "../types";
 import { connectRequest } from "./hub";
 import { LiveMessage } from "./messages";
 import { hubOf } from "./notify";
-import { CLOSE_SESSION_ENDED, Frame, TICKET_TTL_MS } from "./protocol";
+import {
+  CLOSE_MESSAGE_TOO_BIG,
+  CLOSE_SESSION_ENDED,
+  CLOSE_TOO_MANY_MESSAGES,
+  Frame,
+  LIVE_MESSAGE_MAX_BYTES,
+  LIVE_MESSAGES_PER_MINUTE,
+  TICKET_TTL_MS,
+} from "./protocol";
 import { LiveQuery, type LiveTicketJson } from "./requests";
 import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT } from "./tickets";
 import { LIVE_SOCKETS_PER_ACCOUNT_DEFAULT } from "../config/index";
@@ -41,7 +49,8 @@ const upgradeOnly = createMiddleware<AppEnv>(async (c, next) => {
 
 /**
  * CORS does not cover WebSocket upgrades: any page may open one to any host, with the user's network. So
- * the Origin a browser sends must be one of CORS_ORIGINS; a client that sends none (a native app) passes.
+ * the Origin a browser sends must be one of CORS_ORIGINS; a client that sends none (a native app) passes. An empty
+ * Origin is a browser's like any other (never listed): only a missing header passes.
  */
 const allowedOriginOnly = createMiddleware<AppEnv>(async (c, next) => {
   const origin = c.req.header("Origin");
@@ -85,6 +94,8 @@ const socketOperation = describeRoute({
     '`{"type":"changed","bookmark":"<D1 bookmark>"}` within a second or two of every write to the account\'s notes, from any device ' +
     "(pull `GET /changes` with the bookmark as `X-D1-Bookmark`). Frames carry nothing else. " +
     `Send \`${Frame.ping}\` (exactly) to keep an idle connection open: the answer is \`${Frame.pong}\`. ` +
+    `Anything else is ignored but counted: a message over ${LIVE_MESSAGE_MAX_BYTES} bytes closes the socket with ${CLOSE_MESSAGE_TOO_BIG}, ` +
+    `more than ${LIVE_MESSAGES_PER_MINUTE} in a minute with ${CLOSE_TOO_MANY_MESSAGES}. ` +
     `The socket closes with code ${CLOSE_SESSION_ENDED} when its session ends (logout, password change, …): log in again.`,
   responses: {
     "101": { description: "Switching Protocols: the socket is open, and its first frame is `ready`" },
@@ -94,7 +105,7 @@ const socketOperation = describeRoute({
       LiveMessage.invalidTicket,
     ),
     "403": jsonError(
-      "An `Origin` that is not one of CORS_ORIGINS (a request without one passes)",
+      "An `Origin` that is not one of CORS_ORIGINS, an empty one included (a request without the header passes)",
       LiveMessage.originRefused,
     ),
     "404": jsonError("Notes are public (NOTES_AUTH=off): there are no live updates", LiveMessage.notAvailable),

@@ -155,7 +155,9 @@ describe("the events of the account's other changes", () => {
     // A provider linked by its sign-in, then unlinked (a password is set again first: the undo cleared it).
     expect((await reset(email, await resetCode(email))).status).toBe(200);
     const social = await socialLogIn("google", identityClaims({ email }));
-    expect((await call("DELETE", "/auth/identities/google", undefined, bearer(social.token))).status).toBe(204);
+    // Unlinking is a step-up like removing a passkey (N10): the password.
+    const unlinked = await call("DELETE", "/auth/identities/google", { password: NEW_PASSWORD }, bearer(social.token));
+    expect(unlinked.status).toBe(204);
     const last = await logIn(email, { password: NEW_PASSWORD });
     expect(
       (

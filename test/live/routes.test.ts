@@ -2,6 +2,14 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/crypto";
 import { LiveMessage } from "../../src/live/messages";
+import {
+  CLOSE_MESSAGE_TOO_BIG,
+  CLOSE_TOO_MANY_MESSAGES,
+  LIVE_MESSAGE_MAX_BYTES,
+  LIVE_MESSAGES_PER_MINUTE,
+  MESSAGE_TOO_BIG_REASON,
+  TOO_MANY_MESSAGES_REASON,
+} from "../../src/live/protocol";
 import { account, bearer, logIn, sessionIdOf } from "../support/accounts";
 import { BASE, call, callWithEnv, jsonOf, tally, within } from "../support/app";
 import { acceptLive, liveTicket, upgrade } from "../support/live";
@@ -95,6 +103,17 @@ describe("GET /changes/live", () => {
     expect((await upgrade((await ticketed()).ticket)).status).toBe(101);
   });
 
+  it("answers 403 to an empty Origin, as to any browser's origin not listed: only a request without the header is a native app's (I3)", async () => {
+    const { ticket } = await ticketed();
+    for (const origins of [{}, { CORS_ORIGINS: "https://app.example.com" }]) {
+      const response = await upgrade(ticket, { Origin: "" }, origins);
+      expect(response.webSocket).toBeNull();
+      expect(await jsonOf(response)).toEqual(error(403, LiveMessage.originRefused));
+    }
+    // The ticket is still good.
+    expect((await upgrade(ticket)).status).toBe(101);
+  });
+
   it("answers 400 without a ticket, and 405 to other methods", async () => {
     expect(
       await jsonOf(await callWithEnv(PRIVATE_NOTES, "GET", "/changes/live", undefined, { Upgrade: "websocket" })),
@@ -112,6 +131,36 @@ describe("GET /changes/live", () => {
     expect(response.webSocket).toBeNull();
     expect(await jsonOf(response)).toEqual(error(404, LiveMessage.notAvailable));
     expect(await jsonOf(await call("GET", "/changes/live"))).toEqual(error(404, LiveMessage.notAvailable));
+  });
+
+  it("closes a socket that sends a message over LIVE_MESSAGE_MAX_BYTES with 1009 (I3)", async () => {
+    const { ticket } = await ticketed();
+    const live = acceptLive(await upgrade(ticket));
+    expect(await live.frame(0)).toBe('{"type":"ready"}');
+    live.socket.send("x".repeat(LIVE_MESSAGE_MAX_BYTES));
+    expect(await within(live.closed, 300)).toBe("timeout");
+    live.socket.send("é".repeat(LIVE_MESSAGE_MAX_BYTES / 2 + 1));
+    expect(await within(live.closed, 2_000)).toEqual({
+      code: CLOSE_MESSAGE_TOO_BIG,
+      reason: MESSAGE_TOO_BIG_REASON,
+      at: expect.any(Number),
+    });
+  });
+
+  it("closes a socket past LIVE_MESSAGES_PER_MINUTE messages that wake the hub with 1008; pings, answered by the runtime, do not count (I3)", async () => {
+    const { ticket } = await ticketed();
+    const live = acceptLive(await upgrade(ticket));
+    expect(await live.frame(0)).toBe('{"type":"ready"}');
+    for (let i = 0; i < 3 * LIVE_MESSAGES_PER_MINUTE; i++) live.socket.send('{"type":"ping"}');
+    for (let i = 0; i < LIVE_MESSAGES_PER_MINUTE; i++) live.socket.send(`hello ${i}`);
+    expect(await live.frame(3 * LIVE_MESSAGES_PER_MINUTE)).toBe('{"type":"pong"}');
+    expect(await within(live.closed, 300)).toBe("timeout");
+    live.socket.send("one too many");
+    expect(await within(live.closed, 2_000)).toEqual({
+      code: CLOSE_TOO_MANY_MESSAGES,
+      reason: TOO_MANY_MESSAGES_REASON,
+      at: expect.any(Number),
+    });
   });
 
   it("answers pong to ping (the runtime's own answer), and ignores anything else", async () => {

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { anchorsOf, constantsOf, problemsOf, skeletonProblem, statedValue } from "../../scripts/check-docs.ts";
-import { problems, settingsReadBy, wranglerNames, type Sources } from "../../scripts/check-settings.ts";
+import { problems, settingsReadBy, type Sources } from "../../scripts/check-settings.ts";
+import { wranglerNames } from "../../scripts/wrangler-toml.ts";
 
 const CONFIG = `
 const prefix = \`OAUTH_\${name.toUpperCase()}_\`;

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
 import { expect } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
-import { MINUTE } from "../../src/lib/units";
+import { DAY, MINUTE } from "../../src/lib/units";
 import { JSON_TYPE, PASSWORD, TEXT, call, callWithEnv, holdRequest, jsonOf, randomEmail, textOf } from "./app";
 import { CodePrefix, Subject, awaitMails, codeIn, mailedCode, mailsWithSubject } from "./mail";
 
@@ -205,9 +205,18 @@ export async function resetCode(email: string): Promise<string> {
 
 export const NEW_PASSWORD = "a brand new passphrase";
 
-export const PASSWORD_CHANGED_TEXT =
-  "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
-  "remove any you do not recognise. If this was not you, reset your password now.";
+/** The notice of a changed or reset password of an account that has linked `providers` (none by default). */
+export function passwordChangedText(providers: string[] = []): string {
+  return [
+    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+      "remove any you do not recognise. If this was not you, reset your password now.",
+    providers.length === 0
+      ? "No sign-in provider is linked to your account."
+      : `Sign-ins linked to your account, which sign in without the password: ${providers.join(", ")}. Unlink any you do not recognise (DELETE /auth/identities/{provider}).`,
+  ].join("\n");
+}
+
+export const PASSWORD_CHANGED_TEXT = passwordChangedText();
 
 export function lastRequestId(email: string): string {
   return lastRequestIds.get(email.trim().toLowerCase()) ?? "no-such-request";
@@ -289,4 +298,43 @@ export async function revertTokenMailed(oldEmail: string): Promise<string> {
 
 function expectStatus(response: Response, status: number): void {
   if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}`);
+}
+
+/** When the newest change away from `oldEmail` was confirmed: its revert row's created_at, as D1 holds it. */
+export async function changedAtOf(oldEmail: string): Promise<number> {
+  const row = await env.DB.prepare(
+    "SELECT created_at FROM email_change_reverts WHERE old_email = ? ORDER BY created_at DESC LIMIT 1",
+  )
+    .bind(oldEmail)
+    .first<{ created_at: number }>();
+  if (!row) throw new Error(`no e-mail change away from ${oldEmail}`);
+  return row.created_at;
+}
+
+/** The moment an undo removes from, as the mails write it: EMAIL_CHANGE_LOOKBACK_MS (1 day) before the change. */
+export function undoSince(changedAt: number): string {
+  return new Date(changedAt - DAY).toUTCString();
+}
+
+/** The notice of an e-mail change mailed to the old address, with its undo link and token. */
+export function changedNoticeText(masked: string, changedAt: number, link: string, token: string): string {
+  const since = undoSince(changedAt);
+  return [
+    `The email address of your account was changed to ${masked}.`,
+    `If this was not you, undo the change within 7 days: ${link}`,
+    `An undo signs out every session, clears the password, and removes every passkey, second factor and linked sign-in added since ${since} or by the session that made the change. You then set a new password with forgot-password.`,
+    `Once the account signs in with a passkey or an authenticator app it had before ${since}, the undo works for a day more at most.`,
+    `Apps undo it with POST /auth/revert-email-change and this revert token: ${token}`,
+  ].join("\n");
+}
+
+/** The confirmation mailed to the new address of a change: what an undo by the old address would take (N8). */
+export function confirmedNoticeText(maskedOld: string, changedAt: number): string {
+  const since = undoSince(changedAt);
+  return [
+    `This is now the email address of your account. For 7 days the old address (${maskedOld}) can undo the change with the link mailed to it.`,
+    `An undo signs out every session, clears the password, and removes every passkey, second factor and linked sign-in added since ${since} or by the session that made the change.`,
+    "That includes any you add now: a change made with a stolen password looks the same as yours, and the undo sides with the old address.",
+    `If the change was yours, sign in once with a passkey or an authenticator app you had before ${since}: the old address then has a day left at most.`,
+  ].join("\n");
 }

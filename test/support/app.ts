@@ -85,6 +85,18 @@ export async function callWithEnv(
   return response;
 }
 
+let clients = 0;
+
+/**
+ * The CF-Connecting-IP header of a client no request of this runtime has come from yet (an IPv4 address of the
+ * benchmarking range, 198.18.0.0/15): for tests of what the whole deployment shares, which one client's share of it
+ * (BUDGET_SHARES) would otherwise meet first.
+ */
+export function anotherClient(): Record<string, string> {
+  clients += 1;
+  return { "CF-Connecting-IP": `198.${18 + (clients >> 16)}.${(clients >> 8) & 255}.${clients & 255}` };
+}
+
 /** How many answers of a burst had each status. */
 export function tally(responses: Response[]): Record<number, number> {
   const counts: Record<number, number> = {};

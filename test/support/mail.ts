@@ -34,6 +34,9 @@ export const Subject = {
   passwordChanged: "Your Password Was Changed",
   confirmNewEmail: "Confirm Your New Email Address",
   emailChanged: "Your Email Address Was Changed",
+  emailConfirmed: "Your New Email Address Is Confirmed",
+  changeUndone: "Your Email Address Change Was Undone",
+  changedBack: "Your Email Address Was Changed Back",
 } as const;
 
 export interface ParsedMail {

@@ -1,16 +1,16 @@
 import { Hono, type Context } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
-import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
-import { MINUTE } from "../../lib/units";
+import { DAY, MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized, type CallerEnv } from "../caller";
 import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimSlot, releaseWindow } from "../limits/windows";
-import { mailerOf, sendEmailChangeCode, sendEmailChangedNotice } from "../core/mails";
+import { requestMailer } from "../core/mails";
+import { sendEmailChangeCode, sendEmailChangeConfirmedNotice, sendEmailChangedNotice } from "../core/address-mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer, passwordChecked } from "../openapi";
 import { ChangeEmailBody, ConfirmEmailChangeBody } from "../requests";
@@ -24,6 +24,8 @@ import {
   CODE_DIGITS,
   CODE_TTL_MS,
   EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+  EMAIL_CHANGE_LOOKBACK_MS,
+  EMAIL_CHANGE_REVERT_TTL_MS,
   EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
 } from "../policy";
 
@@ -57,7 +59,7 @@ async function mailChangeCode(c: Context<CallerEnv>, newEmail: string) {
     return tooManyRequests(c, waitMs, AuthMessage.emailChangeThrottled);
   }
   log.info("email_change_requested", { userId: caller.userId, newEmail: maskEmail(newEmail) });
-  await sendEmailChangeCode(mailerOf(c.var, clientKey(c)), newEmail, issued.code);
+  await sendEmailChangeCode(requestMailer(c, caller.userId), newEmail, issued.code);
   return c.text(AuthMessage.emailChangeSent, 200);
 }
 
@@ -136,7 +138,8 @@ export const emailChange = new Hono<AppEnv>()
       ...bearer,
       summary: "Confirm the new e-mail address",
       description:
-        "Switches the address to the one the code was mailed to, mails a notice to the old one, and ends every other session.",
+        "Switches the address to the one the code was mailed to and ends every other session. The old address is mailed a notice with the " +
+        `undo (POST /auth/revert-email-change, ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days), the new one a confirmation; both say what an undo would remove.`,
       requestExample: { token: "123456" },
       responses: {
         "200": text("Changed", AuthMessage.emailChanged),
@@ -150,7 +153,7 @@ export const emailChange = new Hono<AppEnv>()
         ...accountErrors,
         "429": throttled(
           text(
-            `Too many tries (this account's, ${EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR} an hour at proving this address across all accounts, or the whole service's failed code tries), or the per-client limit`,
+            `Too many tries (this account's, ${EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR} an hour at proving this address across all accounts, the whole service's failed code tries, or this client's share of them), or the per-client limit`,
             AuthMessage.codeThrottled,
             AuthMessage.codeBudgetExhausted,
             AuthMessage.clientThrottled,
@@ -171,9 +174,10 @@ export const emailChange = new Hono<AppEnv>()
       const { code, newEmail } = proof.proven;
       const revert = await newRevertToken();
       const change = { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash };
+      const changedAt = Date.now();
       const switched = await endSessions(
         c,
-        (ending) => switchEmail(ending, c.var.audit, change, Date.now()),
+        (ending) => switchEmail(ending, c.var.audit, change, changedAt),
         (ok) => ok && caller.userId,
       );
       if (!switched) {
@@ -183,10 +187,14 @@ export const emailChange = new Hono<AppEnv>()
           : c.text(AuthMessage.invalidConfirmationCode, 401);
       }
       log.info("email_changed", { userId: caller.userId, email: maskEmail(newEmail) });
-      await sendEmailChangedNotice(mailerOf(c.var), account.email, newEmail, {
-        link: undoLink(c.var.config.appUrl, c.req.url, revert.token),
-        token: revert.token,
-      });
+      const mailer = requestMailer(c, caller.userId);
+      // What an undo would remove from (revert-store.ts): the notices name it.
+      const since = changedAt - EMAIL_CHANGE_LOOKBACK_MS;
+      const undo = { link: undoLink(c.var.config.appUrl, c.req.url, revert.token), token: revert.token };
+      await Promise.all([
+        sendEmailChangedNotice(mailer, account.email, { newEmail, since }, undo),
+        sendEmailChangeConfirmedNotice(mailer, newEmail, { oldEmail: account.email, since }),
+      ]);
       return c.text(AuthMessage.emailChanged, 200);
     },
   );

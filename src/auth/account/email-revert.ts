@@ -3,29 +3,31 @@ import { sha256Hex } from "../../lib/crypto";
 import { badJson, describeRoute, text } from "../../lib/describe";
 import { base64url } from "../../lib/encoding";
 import { maskEmail } from "../../lib/log";
-import { DAY } from "../../lib/units";
+import { DAY, HOUR } from "../../lib/units";
 import { inlinePagePolicy } from "../../lib/page";
 import { CONTENT_SECURITY_POLICY, DOCUMENT_SECURITY_HEADERS } from "../../lib/security-headers";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
-import { mailerOf, sendEmailChangeRevertedNotice } from "../core/mails";
+import { requestMailer } from "../core/mails";
+import { sendEmailChangeRevertedNotice, sendEmailChangeUndoneNotice } from "../core/address-mails";
+import { linkedProviders } from "../core/accounts";
 import { AuthMessage } from "../messages";
 import { REVERT_PAGE_HTML } from "./revert-page";
 import { accountErrors, accountsTag } from "../openapi";
 import { RevertEmailChangeBody } from "../requests";
 import { endSessions } from "../core/sessions";
-import { revertEmailChange } from "./store";
-import { EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
+import { revertEmailChange } from "./revert-store";
+import { EMAIL_CHANGE_LOOKBACK_MS, EMAIL_CHANGE_REVERT_PROVEN_TTL_MS, EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
 
 /**
  * Undoing an e-mail change. A change is confirmed by the new mailbox alone, so a phished password would
  * be a permanent takeover; the notice to the old address therefore carries a revert token, valid
- * EMAIL_CHANGE_REVERT_TTL_MS, that puts the old address back, ends every session, clears the password
- * (the phisher knows it) and removes second factors added since: the owner then sets a new password with
+ * EMAIL_CHANGE_REVERT_TTL_MS, that puts the account back as it was before whoever made the change could touch
+ * it (docs/threat-model/email-change.md, revert-store.ts): the old address, every session ended, the password
+ * cleared (the phisher knows it), and what they may have added removed. The owner then sets a new password with
  * forgot-password, through the mailbox they just got back. While the token lives the old address stays
  * reserved for the account. The token is 128 random bits (nothing to guess within the per-client limit),
- * stored as its SHA-256 only, and used up by the one batch that reverts (store.ts). The trade-off of the
- * 7 days: docs/accounts.md.
+ * stored as its SHA-256 only, and used up by the one batch that reverts.
  */
 
 /**
@@ -76,8 +78,11 @@ export const emailRevert = new Hono<AppEnv>()
       summary: "Undo an e-mail change",
       description:
         `No bearer token: the revert token from the notice mailed to the old address (valid ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days) is the proof. ` +
-        "Puts the old address back, ends every session, clears the password (set a new one with forgot-password) and removes the second factors added " +
-        "since the change; mails the address it takes the account from. Tokens of earlier changes stay good; this one's and later ones' are used up.",
+        "Puts the old address back, ends every session, clears the password (set a new one with forgot-password) and removes every passkey, second " +
+        `factor and linked provider added from ${EMAIL_CHANGE_LOOKBACK_MS / HOUR} hours before the change on or by the session that made it ` +
+        "(docs/threat-model/email-change.md); mails both addresses what it removed. Tokens of earlier changes stay good; this one's and later ones' " +
+        `are used up. The token is good for ${EMAIL_CHANGE_REVERT_PROVEN_TTL_MS / HOUR} hours at most once the account has signed in, since the change, ` +
+        "with a passkey or TOTP it had before.",
       requestExample: { token: "q3Jx8v0bYV3oQ1m2k5nR7w" },
       responses: {
         "200": text("Undone", AuthMessage.emailChangeReverted),
@@ -97,9 +102,25 @@ export const emailRevert = new Hono<AppEnv>()
         (undone) => undone.restored?.id,
       );
       if (restored) {
-        c.var.log.info("email_change_reverted", { userId: restored.id, email: maskEmail(restored.email) });
-        // The address the account was taken from hears of it: the owner, if the old mailbox was not theirs any more.
-        await sendEmailChangeRevertedNotice(mailerOf(c.var), restored.takenFrom, restored.email);
+        const { removed } = restored;
+        c.var.log.info("email_change_reverted", {
+          userId: restored.id,
+          email: maskEmail(restored.email),
+          passkeysRemoved: removed.passkeys.length,
+          factorsRemoved: removed.factors.length,
+          providersRemoved: removed.providers.length,
+        });
+        const undone = {
+          restoredEmail: restored.email,
+          takenFrom: restored.takenFrom,
+          since: restored.since,
+          removed,
+          providers: await linkedProviders(c.var.db, restored.id),
+        };
+        // Both addresses hear of it, with what went: the address the account was taken from is the owner's, if the
+        // old mailbox was not theirs any more.
+        const mailer = requestMailer(c, restored.id);
+        await Promise.all([sendEmailChangeUndoneNotice(mailer, undone), sendEmailChangeRevertedNotice(mailer, undone)]);
         return c.text(AuthMessage.emailChangeReverted, 200);
       }
       return stillLive ? c.text(AuthMessage.revertAddressTaken, 409) : c.text(AuthMessage.invalidRevertToken, 401);

@@ -20,6 +20,7 @@ export const REVERT_PAGE_HTML = `<!doctype html>
 <body>
 <h1>Undo the change of your email address</h1>
 <p>This puts your old address back on your account, signs out every session and clears the password.
+It also removes every passkey, second factor and linked sign-in added around the change; a mail lists them.
 Then set a new password with “forgot password”, through the address you get back.</p>
 <button id="undo" type="button">Undo the change</button>
 <p id="result" role="status"></p>

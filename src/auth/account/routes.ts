@@ -4,13 +4,13 @@ import { hashPassword, NO_PASSWORD } from "../../lib/password";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasswordChangedNotice } from "../core/mails";
+import { requestMailer, sendPasswordChangedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { isActive } from "../core/factor";
 import { bearer, bearerErrors, passwordChecked, passwordRules } from "../openapi";
 import { ChangePasswordBody, DeleteAccountBody } from "../requests";
 import type { MeJson } from "../shapes";
-import { callerProfile } from "../core/accounts";
+import { callerProfile, linkedProviders } from "../core/accounts";
 import { endSessions } from "../core/sessions";
 import { reauthenticate } from "../core/step-up";
 import { emailChange } from "./email-change";
@@ -89,7 +89,8 @@ export const accountRoutes = new Hono<AppEnv>()
       );
       if (!changed) return unauthorized(c);
       log.info("password_changed", { userId: caller.userId });
-      await sendPasswordChangedNotice(mailerOf(c.var), confirmed.account.email);
+      const providers = await linkedProviders(c.var.db, caller.userId);
+      await sendPasswordChangedNotice(requestMailer(c, caller.userId), confirmed.account.email, providers);
       return c.text(AuthMessage.passwordChanged, 200);
     },
   )

@@ -1,18 +1,16 @@
-import { and, eq, gt, gte, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, ne, sql, type SQL } from "drizzle-orm";
 import { changedRows, type AuditTrail } from "../../audit/events";
-import { emailChangeReverts, oneTimeCodes, passkeys, resetRequests, users } from "../schema";
+import { emailChangeReverts, oneTimeCodes, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
-import { NO_PASSWORD } from "../../lib/password";
 import { batchOf } from "../../db/client";
 import type { Database } from "../../types";
 import { liveSession } from "../caller";
 import { accountDeletion, passwordWrite, reserved, type OwnedElsewhere } from "../core/accounts";
 import { codeStillIssued, deleteCode } from "../core/codes";
-import { removeFactorsAddedSince } from "../core/factor";
 import type { SessionEnding } from "../core/sessions";
 import { EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
 
-/** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
+/** The SQL of the caller's own account: its password, its address (the change; its undo is revert-store.ts) and its deletion. */
 
 /**
  * Sets the caller's password and ends every other session, while the caller's session is live, with its event: false
@@ -110,6 +108,7 @@ export async function switchEmail(
         oldEmail,
         createdAt: now,
         expiresAt: now + EMAIL_CHANGE_REVERT_TTL_MS,
+        sessionId: caller.sessionId,
       },
       switched,
     ),
@@ -128,68 +127,9 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
         oldEmail: sql<string>`${revert.oldEmail}`.as("old_email"),
         createdAt: sql<number>`${revert.createdAt}`.as("created_at"),
         expiresAt: sql<number>`${revert.expiresAt}`.as("expires_at"),
+        sessionId: sql<string | null>`${revert.sessionId ?? null}`.as("session_id"),
       })
       .from(sql`(SELECT 1)`)
       .where(condition),
   );
-}
-
-/**
- * The undo of an e-mail change in one batch (one transaction), every statement keyed by the live revert
- * row of the token. The address goes back only while no other account holds it (none can register it
- * while the token lives: it is reserved); the password is cleared (the phisher knows it), every session
- * ends, the codes mailed to the address being undone die, and every second factor and passkey added since
- * the change goes (a thief's TOTP must not keep the owner out, nor their passkey sign in). This token and those of
- * later changes are used up; an earlier change's token stays good, so a thief who chains changes cannot void the
- * owner's. Answers the restored account and the address it was taken from, or whether the token was live (its address
- * is held by another account after all).
- */
-export async function revertEmailChange(ending: SessionEnding, audit: AuditTrail, tokenHash: string, now: number) {
-  const { db } = ending;
-  const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
-  const ofToken = (
-    column: typeof emailChangeReverts.userId | typeof emailChangeReverts.oldEmail | typeof emailChangeReverts.createdAt,
-  ) => sql`(SELECT ${column} FROM ${emailChangeReverts} WHERE ${live})`;
-  const [userId, oldEmail, changedAt] = [
-    ofToken(emailChangeReverts.userId),
-    ofToken(emailChangeReverts.oldEmail),
-    ofToken(emailChangeReverts.createdAt),
-  ];
-  const addressFree = sql`NOT EXISTS (SELECT 1 FROM ${users} AS holder WHERE holder.email = ${oldEmail} AND holder.id <> ${userId})`;
-  // True once the account holds the old address again, which the second statement just made so.
-  const reverted = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.email} = ${oldEmail})`;
-  // Read first, in the same transaction: whether the token is live, and the address the account has now.
-  const [[token], [restored]] = await db.batch([
-    db
-      .select({ takenFrom: users.email })
-      .from(emailChangeReverts)
-      .innerJoin(users, eq(users.id, emailChangeReverts.userId))
-      .where(live),
-    db
-      .update(users)
-      .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
-      .where(and(eq(users.id, userId), addressFree))
-      .returning({ id: users.id, email: users.email }),
-    ...audit.record({ type: "user.email_change_reverted", userId, data: { email: oldEmail } }, changedRows()),
-    ending.all(userId, reverted),
-    // Codes mailed to the address being undone must not act on the account any more.
-    db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),
-    db.delete(resetRequests).where(and(eq(resetRequests.userId, userId), reverted)),
-    ...removeFactorsAddedSince(db, userId, changedAt, reverted),
-    removePasskeysAddedSince(db, userId, changedAt, reverted),
-    // This token and any later change's: an earlier change's token still undoes that one.
-    db
-      .delete(emailChangeReverts)
-      .where(and(eq(emailChangeReverts.userId, userId), gte(emailChangeReverts.createdAt, changedAt), reverted)),
-  ]);
-  // Not restored with a live token: another account holds the old address (nothing was written).
-  return { restored: restored && token && { ...restored, takenFrom: token.takenFrom }, stillLive: token !== undefined };
-}
-
-/**
- * The statement that removes the passkeys the account added at or after `since`, while `condition` holds:
- * the undo of an e-mail change takes away what whoever changed the address added (account/store.ts).
- */
-function removePasskeysAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
-  return db.delete(passkeys).where(and(eq(passkeys.userId, userId), gte(passkeys.createdAt, since), condition));
 }

@@ -1,11 +1,13 @@
-import { and, eq, getTableColumns, gt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, getTableColumns, gt, ne, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
 import type { Database } from "../../types";
 import type { Context } from "hono";
 import type { AccessClaims } from "../../lib/access-token";
 import { callerSession, liveSession, type CallerEnv } from "../caller";
-import { emailChangeReverts, loginFailures, oauthIdentities, sessions, users } from "../schema";
+import { emailChangeReverts, loginFailures, mfaFactors, oauthIdentities, passkeys, sessions, users } from "../schema";
+import { EMAIL_CHANGE_LOOKBACK_MS, EMAIL_CHANGE_REVERT_PROVEN_TTL_MS } from "../policy";
+import { NO_PASSWORD } from "../../lib/password";
 import { factorFields, factorOf, type Factor } from "./factor";
 
 /**
@@ -75,6 +77,43 @@ export const passwordWrite = (hash: string, now: number) => ({
 export function reserved(email: string | SQL, now: number, except?: number | SQL): SQL {
   const others = except === undefined ? undefined : ne(emailChangeReverts.userId, except);
   return sql`EXISTS (SELECT 1 FROM ${emailChangeReverts} WHERE ${and(eq(emailChangeReverts.oldEmail, email), gt(emailChangeReverts.expiresAt, now), others)})`;
+}
+
+/** The way in a removal would take away: a linked provider's identity, or one passkey. */
+export type WayIn = { provider: string } | { passkeyId: string };
+
+/**
+ * THE rule of the last way in: the account can still be entered without `except`. Every kind of credential is one
+ * condition here: a password, an identity of another provider, a passkey (another one, when a passkey goes). A
+ * removal is one conditional statement on it, so two concurrent removals of an account's last two ways in leave one.
+ */
+export function otherWayIn(userId: number, except: WayIn): SQL {
+  const otherIdentity = "provider" in except ? ne(oauthIdentities.provider, except.provider) : undefined;
+  const otherPasskey = "passkeyId" in except ? ne(passkeys.id, except.passkeyId) : undefined;
+  return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
+    OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), otherIdentity)})
+    OR EXISTS (SELECT 1 FROM ${passkeys} WHERE ${and(eq(passkeys.userId, userId), otherPasskey)}))`;
+}
+
+/**
+ * The statement that narrows the undo of the account's e-mail changes to EMAIL_CHANGE_REVERT_PROVEN_TTL_MS from
+ * `now`, when the account signs in with `factor` (one of its passkeys, or its TOTP) and that factor predates what the
+ * undo would remove (EMAIL_CHANGE_LOOKBACK_MS before the change) and is not the changing session's: the new address's
+ * holder has proven with something a phisher holding the password does not have (docs/threat-model/email-change.md).
+ * For a sign-in's batch; it changes nothing when no undo is live or the factor is newer.
+ */
+export function provenSinceChange(db: Database, userId: number, factor: { passkeyId: string } | "totp", now: number) {
+  const since = sql`${emailChangeReverts.createdAt} - ${EMAIL_CHANGE_LOOKBACK_MS}`;
+  const notTheChangers = (addedBy: AnyColumn) =>
+    sql`(${addedBy} IS NULL OR ${addedBy} IS NOT ${emailChangeReverts.sessionId})`;
+  const older =
+    factor === "totp"
+      ? sql`EXISTS (SELECT 1 FROM ${mfaFactors} WHERE ${and(eq(mfaFactors.userId, userId), eq(mfaFactors.kind, "totp"), eq(mfaFactors.status, "active"))} AND ${mfaFactors.createdAt} < ${since} AND ${notTheChangers(mfaFactors.addedBySession)})`
+      : sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${and(eq(passkeys.id, factor.passkeyId), eq(passkeys.userId, userId))} AND ${passkeys.createdAt} < ${since} AND ${notTheChangers(passkeys.addedBySession)})`;
+  return db
+    .update(emailChangeReverts)
+    .set({ expiresAt: sql`MIN(${emailChangeReverts.expiresAt}, ${now + EMAIL_CHANGE_REVERT_PROVEN_TTL_MS})` })
+    .where(and(eq(emailChangeReverts.userId, userId), gt(emailChangeReverts.expiresAt, now), older));
 }
 
 /** What a new account is made with; every other column takes its default. */
@@ -171,6 +210,16 @@ export function toCallerAccount({
 export async function callerAccount(c: Context<CallerEnv>, caller: AccessClaims): Promise<CallerAccount | undefined> {
   const [account] = await callerAccountQuery(c.var.db, callerSession(caller, Date.now()));
   return account && toCallerAccount(account);
+}
+
+/** The providers linked to the account, oldest first: what notices about its ways in name. */
+export async function linkedProviders(db: Database, userId: number): Promise<string[]> {
+  const rows = await db
+    .select({ provider: oauthIdentities.provider })
+    .from(oauthIdentities)
+    .where(eq(oauthIdentities.userId, userId))
+    .orderBy(oauthIdentities.createdAt, oauthIdentities.provider);
+  return rows.map((row) => row.provider);
 }
 
 /**

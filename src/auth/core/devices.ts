@@ -1,6 +1,12 @@
+import type { Context } from "hono";
 import { macKey, randomId } from "../../lib/crypto";
 import { base64url, fromBase64url } from "../../lib/encoding";
-import { DEVICE_TOKEN_TTL_SECONDS } from "../policy";
+import { SECOND } from "../../lib/units";
+import type { AppEnv } from "../../types";
+import { jwtSecretOf } from "../caller";
+import { claimWindow } from "../limits/windows";
+import { DEVICE_TOKEN_TTL_SECONDS, STALE_DEVICE_FAILURES_PER_HOUR, STALE_DEVICE_OWN_TRY_MS } from "../policy";
+import { deviceAccount } from "./accounts";
 
 /**
  * Device tokens (OWASP's "device cookies"): a device that has signed in to an account holds a token that
@@ -23,6 +29,9 @@ import { DEVICE_TOKEN_TTL_SECONDS } from "../policy";
 
 /** The deployment window (limits/windows.ts) of the failed logins of an account's stale device tokens. */
 export const staleDevicesWindow = (userId: number) => `stale_device_failures:${userId}`;
+
+/** The window of a stale token's own try (STALE_DEVICE_OWN_TRY_MS): one, judged on its device alone. */
+export const staleOwnTryWindow = (deviceId: string) => `stale_device_own_try:${deviceId}`;
 
 /** The account a device token is bound to. */
 export interface DeviceAccount {
@@ -89,4 +98,35 @@ export async function readDeviceToken(
     payload(deviceId, Number(expiry), account),
   );
   return valid ? { id: deviceId, issuedAt: Number(expiry) - DEVICE_TOKEN_TTL_SECONDS } : undefined;
+}
+
+/** A slot a stale device token's login claimed (a window's name and start), to give back. */
+export type StaleSlot = { window: string; windowStart: number };
+
+/**
+ * The device a login is judged on: the device of a valid device token of the address's account (only a
+ * login that sends something shaped like one reads the account first). A stale token (issued before the
+ * last password change) first claims its own try (one per STALE_DEVICE_OWN_TRY_MS, outside what other
+ * tokens spend), else a slot of the account's stale-device allowance, given back by a right password or a
+ * refusal of the device's own lock; with neither it counts for nothing (see devices.ts).
+ */
+export async function loginDevice(
+  c: Context<AppEnv>,
+  email: string,
+  token: unknown,
+  now: number,
+): Promise<{ id: string; stale?: StaleSlot } | undefined> {
+  if (!maybeDeviceToken(token, now)) return undefined;
+  const { db } = c.var;
+  const account = await deviceAccount(db, email);
+  const device = await readDeviceToken(token, account, jwtSecretOf(c), now);
+  if (!device || !account) return undefined;
+  // Token expiries have whole seconds: a token of the very second of the change counts as issued after it.
+  if (device.issuedAt >= Math.floor(account.passwordChangedAt / SECOND)) return { id: device.id };
+  const [own, shared] = [staleOwnTryWindow(device.id), staleDevicesWindow(account.id)];
+  // Its own try first, and only without it the shared allowance: the own try never holds a slot others could use.
+  const [ownTry] = await claimWindow(db, own, 1, now, STALE_DEVICE_OWN_TRY_MS);
+  if (ownTry) return { id: device.id, stale: { window: own, windowStart: ownTry.windowStart } };
+  const [slot] = await claimWindow(db, shared, STALE_DEVICE_FAILURES_PER_HOUR, now);
+  return slot ? { id: device.id, stale: { window: shared, windowStart: slot.windowStart } } : undefined;
 }

@@ -11,8 +11,8 @@ import { WRONG_CODES_PER_HOUR } from "../policy";
  * claim that fills it tells the owner, once. Answers how the factor was proven (an RFC 8176 `amr` value:
  * `otp`, or our `rec` for a recovery code), why it was not, or how long TOTP codes are refused.
  */
-/** What a check needs of the request: its settings, database and logger. */
-type RequestVars = Pick<AppEnv["Variables"], "config" | "db" | "log">;
+/** What a check needs of the request: its settings, database and logger, and its client (for the mail budget). */
+type RequestVars = Pick<AppEnv["Variables"], "config" | "db" | "log"> & { client: string };
 
 export type SecondFactorCheck = { proven: "otp" | "rec" } | { refused: "wrong" | "reused" } | { capped: number };
 
@@ -48,7 +48,7 @@ async function checkTotp(
     (await claimFullWindowNotice(db, account.id, claim.windowStart))
   ) {
     log.warn("mfa_codes_capped", { userId: account.id });
-    await sendMfaGuessingNotice(mailerOf(vars), account.email);
+    await sendMfaGuessingNotice(mailerOf(vars, { account: account.id, client: vars.client }), account.email);
   }
   return { refused: outcome };
 }
@@ -60,7 +60,7 @@ async function checkRecoveryCode(
 ): Promise<SecondFactorCheck> {
   const left = await useRecoveryCode(vars.db, account.id, typed);
   if (left === undefined) return { refused: "wrong" };
-  await sendRecoveryCodeUsedNotice(mailerOf(vars), account.email, left);
+  await sendRecoveryCodeUsedNotice(mailerOf(vars, { account: account.id, client: vars.client }), account.email, left);
   return { proven: "rec" };
 }
 

@@ -1,4 +1,4 @@
-import { and, eq, gt, lt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, lt, ne, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Config } from "../../config";
 import { mfaFactors, mfaRecoveryCodes, users } from "../schema";
@@ -148,30 +148,43 @@ export async function claimFullWindowNotice(db: Database, userId: number, window
 }
 
 /**
- * Enrols a new pending TOTP factor: replaces a pending one, never an active one (the upsert's condition
- * decides, not a read). False when the account's factor is already active.
+ * Enrols a new pending TOTP factor for the session `sessionId` (which the undo of an e-mail change it made would
+ * remove it with): replaces a pending one, never an active one (the upsert's condition decides, not a read). False
+ * when the account's factor is already active.
  */
-export async function enrolPending(db: Database, userId: number, sealedSecret: string, now: number): Promise<boolean> {
+export async function enrolPending(
+  db: Database,
+  userId: number,
+  sealedSecret: string,
+  now: number,
+  sessionId: string,
+): Promise<boolean> {
   const [stored] = await db
     .insert(mfaFactors)
-    .values({ userId, kind: "totp", sealedSecret, status: "pending", createdAt: now })
+    .values({ userId, kind: "totp", sealedSecret, status: "pending", createdAt: now, addedBySession: sessionId })
     .onConflictDoUpdate({
       target: [mfaFactors.userId, mfaFactors.kind],
-      set: { sealedSecret, lastUsedStep: 0, createdAt: now },
+      set: { sealedSecret, lastUsedStep: 0, createdAt: now, addedBySession: sessionId },
       setWhere: eq(mfaFactors.status, "pending"),
     })
     .returning({ userId: mfaFactors.userId });
   return stored !== undefined;
 }
 
+/** A condition on a credential's row, from when it was added and by which session (the undo of an e-mail change). */
+export type AddedWhen = (added: { createdAt: AnyColumn; addedBySession: AnyColumn }) => SQL;
+
 /**
- * The statements that remove the account's factors enrolled after `since` (an e-mail change being undone:
- * whoever made it may have added them), and then its recovery codes if no factor is left, each only while
+ * The statements that remove the account's factors `added` selects (the undo of an e-mail change: whoever made it
+ * may have added them), answering their kinds and states, and then its recovery codes if no factor is left, each only while
  * `condition` holds: for a batch.
  */
-export function removeFactorsAddedSince(db: Database, userId: number | SQL, since: number | SQL, condition: SQL) {
+export function removeFactorsAdded(db: Database, userId: number | SQL, added: AddedWhen, condition: SQL) {
   return [
-    db.delete(mfaFactors).where(and(eq(mfaFactors.userId, userId), gt(mfaFactors.createdAt, since), condition)),
+    db
+      .delete(mfaFactors)
+      .where(and(eq(mfaFactors.userId, userId), added(mfaFactors), condition))
+      .returning({ kind: mfaFactors.kind, status: mfaFactors.status }),
     db
       .delete(mfaRecoveryCodes)
       .where(

@@ -1,30 +1,54 @@
+import type { Context } from "hono";
 import type { Config } from "../../config";
+import { clientKey } from "../../lib/client-key";
 import { maskEmail, type Logger } from "../../lib/log";
-import { DAY } from "../../lib/units";
 import { sendEmail, type Mail } from "../../lib/mail";
-import type { Database } from "../../types";
+import type { AppEnv, Database } from "../../types";
 import { claimMailBudget, type Audience } from "../limits/mail-budget";
-import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
+import { WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
- * Every mail of the accounts area, subject and text side by side: plain text, like the spec's
- * verification mail. None of them throws (see sendEmail); each names its kind, which names the log events
- * (`<kind>_mail_sent`, `<kind>_mail_failed`), and its audience, which decides the budget it draws on: mail
- * to an address nobody has proven may spend only part of it (limits/mail-budget.ts).
+ * Every mail of the accounts area, subject and text side by side (those of an address's change and its undo in
+ * address-mails.ts): plain text, like the spec's verification mail. None of them throws (see sendEmail); each names
+ * its kind, which names the log events (`<kind>_mail_sent`, `<kind>_mail_failed`), and its audience, which decides
+ * the budget it draws on: mail to an address nobody has proven may spend only part of it (limits/mail-budget.ts).
  */
 
-/** The request's mailer: the configured account, within the deployment's mail budget, for the requesting `client`. */
+/** The request's mailer: the configured account, within the deployment's mail budget (limits/mail-budget.ts). */
 export interface AccountsMailer {
   send(mail: Mail, kind: string, audience: Audience): Promise<void>;
 }
 
 /**
- * The mailer of a request: `client` is the requester's key (lib/client-key.ts), for the cap on mail to unverified
- * addresses.
+ * Who a mail is charged to: the account it concerns, and the client that asked for it (lib/client-key.ts): neither may
+ * spend more than its share of the deployment's budget.
  */
+export interface MailSource {
+  account: number;
+  client: string;
+}
+
+/**
+ * The notices whose repeats within NOTICE_COALESCE_MS are coalesced into the first (one per kind and account): they
+ * tell of an action, and the first tells it. Mails that carry a code or an undo token, and those already sent once per
+ * window (mfa_guessing), are never held back for being repeats.
+ */
+const COALESCED = new Set([
+  "password_changed",
+  "mfa_enabled",
+  "mfa_disabled",
+  "recovery_code_used",
+  "passkey_added",
+  "passkey_removed",
+  "passkey_counter_regressed",
+  "identity_linked",
+  "identity_unlinked",
+]);
+
+/** The mailer of mails charged to `source`. */
 export function mailerOf(
   { config, db, log }: { config: Config; db: Database; log: Logger },
-  client = "unknown",
+  source: MailSource,
 ): AccountsMailer {
   return {
     send: (mail, kind, audience) =>
@@ -32,12 +56,18 @@ export function mailerOf(
         {
           smtp: config.smtp,
           log,
-          claim: () => claimMailBudget(db, config, log, { kind, audience, client }, Date.now()),
+          claim: () =>
+            claimMailBudget(db, config, log, { kind, audience, ...source, coalesce: COALESCED.has(kind) }, Date.now()),
         },
         mail,
         kind,
       ),
   };
+}
+
+/** The mailer of a request's mails about `account`, charged to it and to the requesting client. */
+export function requestMailer<E extends AppEnv>(c: Context<E>, account: number): AccountsMailer {
+  return mailerOf(c.var, { account, client: clientKey(c) });
 }
 
 /** The spec's mail: registration and resend. */
@@ -79,51 +109,31 @@ export function sendPasswordResetCode(
   );
 }
 
-/** After a reset or a change: passkeys are not touched by either, so the notice says they still sign in. */
-export function sendPasswordChangedNotice(mailer: AccountsMailer, to: string): Promise<void> {
-  const text =
-    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
-    "remove any you do not recognise. If this was not you, reset your password now.";
-  return mailer.send({ to, subject: "Your Password Was Changed", text }, "password_changed", "verified");
-}
-
-/** To the new address, which the code proves. */
-export function sendEmailChangeCode(mailer: AccountsMailer, to: string, code: string): Promise<void> {
-  const text = `Your email change confirmation code is: ${code}`;
-  return mailer.send({ to, subject: "Confirm Your New Email Address", text }, "email_change", "unverified");
+/**
+ * The line of a notice that names the account's linked sign-in providers: they sign in without the password, so a
+ * notice about what signs in names them.
+ */
+export function linkedSignInsLine(providers: readonly string[]): string {
+  return providers.length === 0
+    ? "No sign-in provider is linked to your account."
+    : `Sign-ins linked to your account, which sign in without the password: ${providers.join(", ")}. Unlink any you do not recognise (DELETE /auth/identities/{provider}).`;
 }
 
 /**
- * To the old address, once the change is done: a link that undoes it (APP_URL's page, or the API's own:
- * account/email-revert.ts), and the token itself for apps.
+ * After a reset or a change: passkeys and linked sign-ins are not touched by either, so the notice says they still
+ * sign in, and names the linked ones.
  */
-export function sendEmailChangedNotice(
+export function sendPasswordChangedNotice(
   mailer: AccountsMailer,
   to: string,
-  newEmail: string,
-  undo: { link: string; token: string },
+  providers: readonly string[],
 ): Promise<void> {
   const text = [
-    `The email address of your account was changed to ${maskEmail(newEmail)}.`,
-    `If this was not you, undo the change within ${EMAIL_CHANGE_REVERT_TTL_MS / DAY} days: ${undo.link}`,
-    "Undoing it also signs out every session and clears the password, which you then set again with forgot-password.",
-    `Apps undo it with POST /auth/revert-email-change and this revert token: ${undo.token}`,
+    "Your password was changed and your other sessions were signed out. Your passkeys stay in place and still sign in: " +
+      "remove any you do not recognise. If this was not you, reset your password now.",
+    linkedSignInsLine(providers),
   ].join("\n");
-  return mailer.send({ to, subject: "Your Email Address Was Changed", text }, "email_changed", "verified");
-}
-
-/** To the address an undone change had given the account: it is no longer the account's. */
-export function sendEmailChangeRevertedNotice(
-  mailer: AccountsMailer,
-  to: string,
-  restoredEmail: string,
-): Promise<void> {
-  const text = [
-    `The email address of your account was changed back to ${maskEmail(restoredEmail)} with the undo link mailed to that address, so this address no longer signs in.`,
-    "Every session was signed out, the password cleared and any second factor or passkey added since the change removed.",
-    "If this was not you, someone who holds that mailbox has taken the account: contact us at once.",
-  ].join("\n");
-  return mailer.send({ to, subject: "Your Email Address Was Changed Back", text }, "email_change_reverted", "verified");
+  return mailer.send({ to, subject: "Your Password Was Changed", text }, "password_changed", "verified");
 }
 
 /** Two-factor authentication was turned on, and the account's other sessions ended. */
@@ -164,6 +174,47 @@ export function sendPasskeyAddedNotice(mailer: AccountsMailer, to: string, name:
     "If this was not you, remove it at once (your passkeys are listed in your account's security settings) and change your password.",
   ].join("\n");
   return mailer.send({ to, subject: "A Passkey Was Added to Your Account", text }, "passkey_added", "verified");
+}
+
+/** A sign-in provider's identity was linked to the account (a sign-in it vouched for the address in): it signs in. */
+export function sendIdentityLinkedNotice(
+  mailer: AccountsMailer,
+  to: string,
+  identity: { provider: string; email: string },
+): Promise<void> {
+  const text = [
+    `A sign-in with ${identity.provider} (${maskEmail(identity.email)}) was linked to your account: it signs in without your password.`,
+    `If this was not you, remove it at once: sign in, then unlink it (DELETE /auth/identities/${identity.provider}; your linked sign-ins are listed in your account's security settings), and change your password.`,
+  ].join("\n");
+  return mailer.send(
+    { to, subject: "A Sign-In Provider Was Linked to Your Account", text },
+    "identity_linked",
+    "verified",
+  );
+}
+
+/** A sign-in provider was unlinked from the account. */
+export function sendIdentityUnlinkedNotice(mailer: AccountsMailer, to: string, provider: string): Promise<void> {
+  const text = `The sign-in with ${provider} was unlinked from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
+  return mailer.send(
+    { to, subject: "A Sign-In Provider Was Unlinked from Your Account", text },
+    "identity_unlinked",
+    "verified",
+  );
+}
+
+/** A sign-in with a passkey carried a counter that did not move forward: the passkey may have been copied. */
+export function sendPasskeyCounterNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
+  const text = [
+    `Someone tried to sign in with your passkey named "${name}", and the passkey's signature counter went backwards, as a copy of it would make it.`,
+    "That sign-in was refused, and the passkey is marked in your list of passkeys.",
+    "If you did not just sign in with it, remove it (your passkeys are listed in your account's security settings) and change your password.",
+  ].join("\n");
+  return mailer.send(
+    { to, subject: "A Passkey of Your Account May Have Been Copied", text },
+    "passkey_counter_regressed",
+    "verified",
+  );
 }
 
 /** A passkey was removed from the account. */

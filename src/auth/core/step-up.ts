@@ -1,6 +1,7 @@
 import { and, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { sessions } from "../schema";
+import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { NO_PASSWORD, verifyPassword } from "../../lib/password";
 import type { Database } from "../../types";
@@ -33,6 +34,22 @@ export interface Proof {
   password?: { value: string | undefined; missing: string; missingStatus?: 400 | 401 };
   /** Asks for the step-up: undefined when the body carried no code. */
   code?: { value: string | undefined };
+}
+
+/**
+ * The step-up of adding or removing a way in (a passkey, a linked sign-in provider): the password (plus the code with
+ * TOTP), as the other step-ups, except that a missing password is a 401 (the passkey interface), not counted; a wrong
+ * one is counted. An account without a password proves itself with a recent session, as everywhere.
+ */
+export function credentialStepUp(c: Context<CallerEnv>, password: string | undefined, code: string | undefined) {
+  return reauthenticate(c, {
+    password: {
+      value: password === "" ? undefined : password,
+      missing: AuthMessage.passwordRequired,
+      missingStatus: 401,
+    },
+    code: { value: code },
+  });
 }
 
 /** Claims one check of the caller's session and reads the account, in one round trip. */
@@ -115,7 +132,7 @@ export async function reauthenticate(
       await giveBack();
       return { refused: c.text(AuthMessage.mfaCodeRequired, 401) };
     }
-    const check = await checkSecondFactor(c.var, account, account.factor, typedCode(code));
+    const check = await checkSecondFactor({ ...c.var, client: clientKey(c) }, account, account.factor, typedCode(code));
     if ("capped" in check) {
       await giveBack();
       return { refused: tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped) };

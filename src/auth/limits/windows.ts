@@ -2,6 +2,7 @@ import { and, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { deploymentWindows } from "../schema";
 import { HOUR } from "../../lib/units";
 import type { Database } from "../../types";
+import { BUDGET_SHARES } from "../policy";
 
 /**
  * Fixed windows: `count` events since `start`, starting afresh after their length (an hour unless said
@@ -15,6 +16,11 @@ import type { Database } from "../../types";
 export interface Window {
   start: number;
   count: number;
+}
+
+/** What one account, or one client, may spend of a window the deployment shares: one of BUDGET_SHARES shares. */
+export function shareOf(limit: number): number {
+  return Math.max(1, Math.floor(limit / BUDGET_SHARES));
 }
 
 /** Milliseconds until the window has room for one more event, or 0 when it has room now. */

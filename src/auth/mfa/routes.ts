@@ -7,7 +7,7 @@ import { TOTP_SECRET_BYTES, base32Encode, newTotpSecret, otpauthUri } from "../.
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken } from "../caller";
-import { mailerOf, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../core/mails";
+import { requestMailer, sendMfaDisabledNotice, sendMfaEnabledNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, bearer } from "../openapi";
 import { DisableTotpBody, EnrolTotpBody, TotpCodeBody } from "../requests";
@@ -89,7 +89,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       if ("refused" in confirmed) return confirmed.refused;
       const secret = newTotpSecret();
       if (
-        !(await enrolPending(c.var.db, confirmed.account.id, await seal(secret, c.var.config.mfaKeys[0]!), Date.now()))
+        !(await enrolPending(
+          c.var.db,
+          confirmed.account.id,
+          await seal(secret, c.var.config.mfaKeys[0]!),
+          Date.now(),
+          c.var.caller.sessionId,
+        ))
       ) {
         return c.text(AuthMessage.mfaAlreadyActive, 409);
       }
@@ -147,7 +153,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         () => account.id,
       );
       log.info("mfa_enabled", { userId: account.id });
-      await sendMfaEnabledNotice(mailerOf(c.var), account.email);
+      await sendMfaEnabledNotice(requestMailer(c, account.id), account.email);
       return c.json({ recovery_codes: codes }, 200);
     },
   )
@@ -239,7 +245,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         () => caller.userId,
       );
       log.info("mfa_disabled", { userId: caller.userId });
-      await sendMfaDisabledNotice(mailerOf(c.var), check.account.email);
+      await sendMfaDisabledNotice(requestMailer(c, caller.userId), check.account.email);
       return c.body(null, 204);
     },
   );

@@ -1,4 +1,5 @@
 import { Hono, type Context } from "hono";
+import { clientKey } from "../../lib/client-key";
 import { sha256Hex } from "../../lib/crypto";
 import { badJson, describeRoute, json, ref, text, throttled } from "../../lib/describe";
 import { tooManyRequests } from "../../lib/http";
@@ -13,6 +14,7 @@ import { parseAmr, readDetail, recordFailedSignIn, signIn } from "../core/gate";
 import { claimChallengeTry, useChallenge } from "../core/pending";
 import { checkSecondFactor } from "../core/factor-check";
 import { accountFactor, isActive } from "../core/factor";
+import { provenSinceChange } from "../core/accounts";
 import { LOGIN_FAILURES_BEFORE_LOCK, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 import { TOTP_DIGITS, TOTP_STEP_SECONDS } from "../../lib/totp";
 
@@ -36,7 +38,12 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
   const [[claim], [lock]] = await db.batch([counter.claim, counter.lock]);
   if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
 
-  const check = await checkSecondFactor(c.var, { id: challenged.userId, email: account.email }, account.factor, typed);
+  const check = await checkSecondFactor(
+    { ...c.var, client: clientKey(c) },
+    { id: challenged.userId, email: account.email },
+    account.factor,
+    typed,
+  );
   if ("capped" in check) return tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped);
   if ("refused" in check) {
     log.warn("mfa_verify_failed", { userId: challenged.userId });
@@ -52,7 +59,9 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
     detail: readDetail(challenged.detail),
     factorDue: false as const,
   };
-  return signIn(c, proof, [counter.release(claim.lockedUntil)]);
+  // A TOTP code of a factor from before an e-mail change proves the owner: the change's undo window narrows.
+  const proven = check.proven === "otp" ? [provenSinceChange(db, challenged.userId, "totp", now)] : [];
+  return signIn(c, proof, [counter.release(claim.lockedUntil), ...proven]);
 }
 
 export const mfaVerify = new Hono<AppEnv>().post(

@@ -1,8 +1,10 @@
 import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyOptions } from "jose";
 import * as oauth from "oauth4webapi";
+import { SECOND } from "../../lib/units";
 import {
   CLOCK_TOLERANCE_SECONDS,
   DISCOVERY_TTL_MS,
+  ID_TOKEN_MAX_AGE_MS,
   JWKS_REFETCH_MS,
   JWKS_TTL_MS,
   PROVIDER_TIMEOUT_MS,
@@ -78,8 +80,9 @@ export class OpenIdProvider extends CodeGrantProvider {
   }
 
   /**
-   * The identity of an id_token whose signature (the provider's JWKS), `iss`, `aud` and `exp` check out and
-   * whose nonce passes.
+   * The identity of an id_token whose signature (the provider's JWKS), `iss`, `aud`, `azp`, `exp` and `iat` check
+   * out and whose nonce passes: `iat` no further ahead than the clocks may differ, nor older than
+   * ID_TOKEN_MAX_AGE_MS; with several audiences an `azp`, and any `azp` one of ours (OpenID Connect Core 3.1.3.7).
    */
   private async verifiedIdentity(server: Server, token: string, rules: IdTokenRules): Promise<IdTokenCheck> {
     if (!server.jwks_uri) throw new ProviderUnavailable("the provider's metadata has no jwks_uri");
@@ -90,14 +93,17 @@ export class OpenIdProvider extends CodeGrantProvider {
         audience: rules.audiences,
         algorithms: ID_TOKEN_ALGORITHMS,
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        maxTokenAge: ID_TOKEN_MAX_AGE_MS / SECOND,
         requiredClaims: ["sub", "exp", "iat"],
       });
     } catch (err) {
       if (err instanceof ProviderUnavailable) throw err;
       return { refused: "invalid", reason: err instanceof Error ? err.message : String(err) };
     }
+    const party = authorizedPartyProblem(payload, rules.audiences);
+    if (party) return { refused: "invalid", reason: party };
     if (!(await rules.nonce(payload.nonce))) return { refused: "nonce" };
-    return { identity: this.identityOfClaims(payload) };
+    return { identity: this.identityOfClaims(payload), expiresAt: takenUntil(payload) };
   }
 
   private identityOfClaims(payload: JWTPayload): ProviderIdentity {
@@ -109,6 +115,23 @@ export class OpenIdProvider extends CodeGrantProvider {
       vouched: this.vouches(verified),
     };
   }
+}
+
+/**
+ * Why the token's authorized party is not one of ours: a token for several audiences must name the one it was issued
+ * to (`azp`), and an `azp` must be one of `audiences` (the client id or one of OAUTH_<N>_AUDIENCES: Google's Android
+ * tokens name the web client as `aud` and the Android client as `azp`). Undefined when it is.
+ */
+function authorizedPartyProblem(payload: JWTPayload, audiences: string[]): string | undefined {
+  const { aud, azp } = payload;
+  if (azp === undefined) return Array.isArray(aud) && aud.length > 1 ? "several audiences and no azp" : undefined;
+  return typeof azp === "string" && audiences.includes(azp) ? undefined : "azp is not one of this provider's clients";
+}
+
+/** Until when a verified token would still verify (milliseconds): its `exp`, or ID_TOKEN_MAX_AGE_MS after its `iat`. */
+function takenUntil(payload: JWTPayload): number {
+  const last = Math.min(payload.exp! * SECOND, payload.iat! * SECOND + ID_TOKEN_MAX_AGE_MS);
+  return last + CLOCK_TOLERANCE_SECONDS * SECOND;
 }
 
 async function keySet(jwksUri: string, fresh: boolean) {

@@ -61,7 +61,12 @@ export interface IdTokenRules {
   nonce: (claim: unknown) => Promise<boolean>;
 }
 
-export type IdTokenCheck = { identity: ProviderIdentity } | { refused: "invalid" | "nonce"; reason?: string };
+/**
+ * A verified id_token's identity, and until when the token would still verify (milliseconds): what remembers it as
+ * taken must keep it that long (oauth/native.ts). Or why it was refused.
+ */
+export type IdTokenCheck =
+  { identity: ProviderIdentity; expiresAt: number } | { refused: "invalid" | "nonce"; reason?: string };
 
 /**
  * The `error` the app is handed when the exchange fails: RFC 6749 codes, and `invalid_token` for a token that fails

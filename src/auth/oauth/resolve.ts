@@ -1,7 +1,9 @@
 import type { OAuthProvider } from "../../config";
 import type { Context } from "hono";
 import type { AppEnv } from "../../types";
+import { plausibleEmail } from "../requests";
 import { endSessions } from "../core/sessions";
+import { requestMailer, sendIdentityLinkedNotice } from "../core/mails";
 import type { ProviderIdentity } from "./provider";
 import {
   addressHolder,
@@ -19,7 +21,9 @@ import {
  * 2. otherwise only an address the provider vouches for may match or create an account: a verified account
  *    holding it is linked; an unverified one (a squatter's registration) is taken over (store.takeOver); no
  *    account: a new verified account without a password;
- * 3. an address the provider does not vouch for (or none) makes and links nothing.
+ * 3. an address the provider does not vouch for (or none) makes and links nothing; nor does one that fails
+ *    registration's rules (requests.ts, plausibleEmail: CR LF, no `@`, too long, invisible characters), whoever
+ *    vouches for it: a provider's word is checked like a user's.
  * Every write is conditional; after them the identity is read again, so concurrent sign-ins agree.
  */
 
@@ -36,7 +40,10 @@ export async function resolveAccount(
   now: number,
 ): Promise<{ account: SignInAccount } | { refused: Refusal }> {
   const { db, log } = c.var;
-  const { issuer, subject, email } = identity;
+  const { issuer, subject } = identity;
+  const email = identity.email !== undefined && plausibleEmail(identity.email) ? identity.email : undefined;
+  if (identity.email !== undefined && email === undefined)
+    log.warn("oauth_email_implausible", { provider: provider.name });
   const known = await identityAccount(db, issuer, subject);
   if (known) {
     if (email && email !== known.shown) await updateShownEmail(db, issuer, subject, email);
@@ -57,9 +64,10 @@ export async function resolveAccount(
     ))
   ) {
     log.warn("oauth_account_taken_over", { provider: provider.name, userId: holder.id });
-  } else if (holder?.isVerified && !holder.linked) {
-    await linkIdentity(db, c.var.audit, holder.id, link);
+  } else if (holder?.isVerified && !holder.linked && (await linkIdentity(db, c.var.audit, holder.id, link))) {
     log.info("oauth_identity_linked", { provider: provider.name, userId: holder.id });
+    // A new way into an account someone already had: its owner hears of it, with how to take it away.
+    await sendIdentityLinkedNotice(requestMailer(c, holder.id), email, { provider: provider.name, email });
   }
   // Linked by one of the writes above or by a concurrent sign-in; not linked when the address is reserved
   // for the account that gave it up, or its account has another identity of this provider.

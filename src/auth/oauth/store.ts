@@ -1,11 +1,19 @@
-import { and, eq, ne, sql, type SQL } from "drizzle-orm";
-import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../schema";
+import { and, eq, sql, type SQL } from "drizzle-orm";
+import {
+  oauthIdentities,
+  oauthIdTokenUses,
+  oauthLoginCodes,
+  oauthStates,
+  oneTimeCodes,
+  resetRequests,
+  users,
+} from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import { changedRows, newEventId, type AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
-import { newAccount, passwordWrite, reserved } from "../core/accounts";
+import { newAccount, otherWayIn, passwordWrite, reserved } from "../core/accounts";
 import { factorFields } from "../core/factor";
 import type { SessionEnding } from "../core/sessions";
 
@@ -41,6 +49,19 @@ export function saveLoginCode(db: Database, code: LoginCode) {
 export async function claimLoginCode(db: Database, codeHash: string, now: number): Promise<LoginCode | undefined> {
   const [code] = await db.delete(oauthLoginCodes).where(eq(oauthLoginCodes.codeHash, codeHash)).returning();
   return code && code.expiresAt > now ? code : undefined;
+}
+
+/**
+ * Takes an id_token (by `tokenHash`, see oauthIdTokenUses) for good, until `expiresAt`: one INSERT … ON CONFLICT DO
+ * NOTHING, so of any number of requests with one token exactly one takes it. False when it was taken already.
+ */
+export async function takeIdToken(db: Database, tokenHash: string, expiresAt: number): Promise<boolean> {
+  const [taken] = await db
+    .insert(oauthIdTokenUses)
+    .values({ tokenHash, expiresAt })
+    .onConflictDoNothing()
+    .returning({ tokenHash: oauthIdTokenUses.tokenHash });
+  return taken !== undefined;
 }
 
 /** What a sign-in needs of an account: its address and sign-in epoch (for the proof), and whether TOTP is on. */
@@ -131,8 +152,18 @@ function linked(audit: AuditTrail, userId: number | SQL, identity: NewIdentity) 
   return audit.record({ type: "identity.linked", userId, data: { provider: identity.provider } }, changedRows());
 }
 
-export async function linkIdentity(db: Database, audit: AuditTrail, userId: number, identity: NewIdentity) {
-  await db.batch([linkStatement(db, eq(users.id, userId), identity), ...linked(audit, userId, identity)]);
+/** Links the identity to the account `userId`, with its event: true when this batch linked it (not a concurrent one). */
+export async function linkIdentity(
+  db: Database,
+  audit: AuditTrail,
+  userId: number,
+  identity: NewIdentity,
+): Promise<boolean> {
+  const [made] = await db.batch([
+    linkStatement(db, eq(users.id, userId), identity).returning({ subject: oauthIdentities.subject }),
+    ...linked(audit, userId, identity),
+  ]);
+  return made.length > 0;
 }
 
 /**
@@ -201,16 +232,6 @@ export async function takeOver(
 }
 
 /**
- * THE rule of the last way in: the account can still be entered without its identity of `provider`. Every
- * kind of credential is one condition here: a password, another identity (a passkey, once it exists, is one
- * more EXISTS).
- */
-export function otherWayIn(userId: number, provider: string): SQL {
-  return sql`(EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.password} <> ${NO_PASSWORD})
-    OR EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${and(eq(oauthIdentities.userId, userId), ne(oauthIdentities.provider, provider))}))`;
-}
-
-/**
  * Unlinks the caller's identity of `provider` in one transaction, only while the caller's session is live
  * and the account keeps another way in: "dead" session, "absent" identity, "last" way in, or "unlinked".
  */
@@ -222,7 +243,7 @@ export async function unlinkIdentity(
   now: number,
 ) {
   const ofProvider = and(eq(oauthIdentities.userId, caller.userId), eq(oauthIdentities.provider, provider));
-  const unlinking = and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, provider));
+  const unlinking = and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, { provider }));
   // What is unlinked is read, and recorded, before the DELETE, under its very condition: one transaction.
   const [[live], [found], [unlinked]] = await db.batch([
     sessionCheck(db, caller, now),

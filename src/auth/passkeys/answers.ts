@@ -14,6 +14,7 @@ export function passkeyJson(row: PasskeyRow): PasskeyJson {
     created_at: new Date(row.createdAt).toISOString(),
     last_used_at: row.lastUsedAt === null ? null : new Date(row.lastUsedAt).toISOString(),
     backed_up: row.backedUp,
+    counter_regressed_at: row.counterRegressedAt === null ? null : new Date(row.counterRegressedAt).toISOString(),
   };
 }
 
@@ -40,16 +41,6 @@ export function relyingParty({ config, log }: { config: Config; log: Logger }): 
   log.warn("passkeys_unavailable", { problem: config.webauthn.problem });
   return undefined;
 }
-
-/** The 401s of a passkey step-up: the other step-ups' and a missing password (not counted). */
-export const stepUpRefused = text(
-  "Invalid, expired or revoked access token, a session out of password checks, a missing or wrong password, or while two-factor authentication is on a missing or wrong `code`",
-  AuthMessage.invalidAccessToken,
-  AuthMessage.passwordRequired,
-  AuthMessage.wrongPassword,
-  AuthMessage.mfaCodeRequired,
-  AuthMessage.invalidMfaCode,
-);
 
 /** The 503 of a ceremony while passkeys are not configured. */
 export const unavailable = {

@@ -3,12 +3,13 @@ import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasskeyRemovedNotice } from "../core/mails";
+import { requestMailer, sendPasskeyRemovedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
-import { bearer, bearerErrors, passwordChecked } from "../openapi";
-import { PasskeyRenameBody, PasskeyStepUpBody } from "./requests";
-import { passkeyStepUp } from "./step-up";
-import { passkeyJson, stepUpRefused } from "./answers";
+import { bearer, bearerErrors, credentialStepUpRefused, passwordChecked } from "../openapi";
+import { PasskeyRenameBody } from "./requests";
+import { CredentialStepUpBody } from "../requests";
+import { credentialStepUp } from "../core/step-up";
+import { passkeyJson } from "./answers";
 import { listPasskeys, removePasskey, renamePasskey } from "./store";
 
 const idParameter = [
@@ -78,27 +79,30 @@ export const passkeyManagement = new Hono<AppEnv>()
       summary: "Remove a passkey",
       description:
         "Needs the password, and while two-factor authentication is on a `code` (a step-up, counted on the session like the others). The passkey " +
-        "no longer signs in; a notice is mailed. Sessions it opened go on (end them with DELETE /auth/sessions/{id}).",
+        "no longer signs in; a notice is mailed. Sessions it opened go on (end them with DELETE /auth/sessions/{id}). Refused while it is the " +
+        "account's last way in (no password, no linked provider, no other passkey).",
       parameters: idParameter,
       requestExample: { password: "correct horse battery" },
       responses: {
         "204": { description: "Removed" },
         "400": text("Malformed fields", AuthMessage.passwordString, AuthMessage.codeString, ...badJson),
         ...passwordChecked,
-        "401": { ...passwordChecked["401"], ...stepUpRefused },
+        "401": credentialStepUpRefused,
         ...notFound,
+        "409": text("The account's last way in", AuthMessage.lastWayIn),
       },
     }),
     requireAccessToken,
-    jsonBody(PasskeyStepUpBody),
+    jsonBody(CredentialStepUpBody),
     async (c) => {
       const { password, code } = c.req.valid("json");
-      const confirmed = await passkeyStepUp(c, password, code);
+      const confirmed = await credentialStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
-      const name = await removePasskey(c.var.db, c.var.audit, c.var.caller, c.req.param("id"), Date.now());
-      if (name === undefined) return c.text(AuthMessage.passkeyNotFound, 404);
+      const removed = await removePasskey(c.var.db, c.var.audit, c.var.caller, c.req.param("id"), Date.now());
+      if (removed === "absent") return c.text(AuthMessage.passkeyNotFound, 404);
+      if (removed === "last") return c.text(AuthMessage.lastWayIn, 409);
       c.var.log.info("passkey_removed", { userId: c.var.caller.userId, passkeyId: c.req.param("id") });
-      await sendPasskeyRemovedNotice(mailerOf(c.var), confirmed.account.email, name);
+      await sendPasskeyRemovedNotice(requestMailer(c, confirmed.account.id), confirmed.account.email, removed.name);
       return c.body(null, 204);
     },
   );

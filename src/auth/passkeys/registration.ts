@@ -4,13 +4,14 @@ import { MINUTE } from "../../lib/units";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { requireAccessToken, unauthorized } from "../caller";
-import { mailerOf, sendPasskeyAddedNotice } from "../core/mails";
+import { requestMailer, sendPasskeyAddedNotice } from "../core/mails";
 import { AuthMessage } from "../messages";
-import { bearer, bearerErrors, passwordChecked } from "../openapi";
-import { PasskeyRegisterVerifyBody, PasskeyStepUpBody } from "./requests";
+import { bearer, bearerErrors, credentialStepUpRefused, passwordChecked } from "../openapi";
+import { PasskeyRegisterVerifyBody } from "./requests";
+import { CredentialStepUpBody } from "../requests";
 import { PASSKEY_REFUSALS } from "../shapes";
-import { passkeyStepUp } from "./step-up";
-import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
+import { credentialStepUp } from "../core/step-up";
+import { passkeyJson, refusal, relyingParty, unavailable } from "./answers";
 import { addPasskey, claimRegistrationChallenge, startRegistration } from "./store";
 import { PASSKEY_ALGORITHM_NAMES, challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
 import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
@@ -40,17 +41,17 @@ export const passkeyRegistration = new Hono<AppEnv>()
         ),
         "400": text("Malformed fields", AuthMessage.passwordString, AuthMessage.codeString, ...badJson),
         ...passwordChecked,
-        "401": { ...passwordChecked["401"], ...stepUpRefused },
+        "401": credentialStepUpRefused,
         ...unavailable,
       },
     }),
     requireAccessToken,
-    jsonBody(PasskeyStepUpBody),
+    jsonBody(CredentialStepUpBody),
     async (c) => {
       const { password, code } = c.req.valid("json");
       const rp = relyingParty(c.var);
       if (!rp) return c.text(AuthMessage.passkeysUnavailable, 503);
-      const confirmed = await passkeyStepUp(c, password, code);
+      const confirmed = await credentialStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
       const { account } = confirmed;
       const challenge = randomBase64url();
@@ -148,7 +149,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
         );
       }
       log.info("passkey_added", { userId: caller.userId, passkeyId: stored.added.id });
-      await sendPasskeyAddedNotice(mailerOf(c.var), claim.email, name);
+      await sendPasskeyAddedNotice(requestMailer(c, caller.userId), claim.email, name);
       return c.json(passkeyJson(stored.added), 201);
     },
   );

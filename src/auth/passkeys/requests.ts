@@ -1,25 +1,10 @@
 import * as v from "valibot";
 import { body, requiredString } from "../../lib/validation";
 import { AuthMessage } from "../messages";
-import { stepUpCode } from "../requests";
 import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
-import { duration } from "../../lib/units";
-import { MAX_PASSKEY_NAME_CHARS, RECENT_SIGN_IN_MS } from "../policy";
+import { MAX_PASSKEY_NAME_CHARS } from "../policy";
 
 /** The request bodies of the passkey endpoints (the area's other bodies are in auth/requests.ts). */
-
-/**
- * A passkey step-up's password: its absence is a 401 (the handler's), like a wrong one but not counted; a
- * value of another type is a 400.
- */
-const passkeyStepUpPassword = v.optional(
-  v.pipe(
-    v.string(AuthMessage.passwordString),
-    v.description(
-      `The account's password (step-up); an account without one (\`has_password\` false) leaves it out and needs a session opened in the last ${duration(RECENT_SIGN_IN_MS)}.`,
-    ),
-  ),
-);
 
 /** A passkey's name: trimmed, 1 to MAX_PASSKEY_NAME_CHARS characters, none of them control or invisible formatting characters. */
 const passkeyName = v.pipe(
@@ -28,8 +13,6 @@ const passkeyName = v.pipe(
   v.check((name) => [...name].length <= MAX_PASSKEY_NAME_CHARS && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
   v.description(`1 to ${MAX_PASSKEY_NAME_CHARS} characters, trimmed; no control characters.`),
 );
-
-export const PasskeyStepUpBody = body({ password: passkeyStepUpPassword, code: stepUpCode });
 
 export const PasskeyRegisterVerifyBody = body({ response: RegistrationResponse, name: v.optional(passkeyName) });
 

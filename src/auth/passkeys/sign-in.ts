@@ -10,9 +10,11 @@ import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
 import { readDeviceToken } from "../core/devices";
 import { jwtSecretOf } from "../caller";
 import { recordFailedSignIn, signIn, type CompleteProof } from "../core/gate";
+import { provenSinceChange } from "../core/accounts";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
-import { claimSignIn, recordSignIn, storeSignInChallenge } from "./store";
+import { claimSignIn, markCounterRegressed, recordSignIn, storeSignInChallenge } from "./store";
+import { requestMailer, sendPasskeyCounterNotice } from "../core/mails";
 import { challengeOf, checkAssertion, randomBase64url, requestOptions } from "./webauthn";
 import { PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
@@ -44,8 +46,14 @@ async function passkeySignIn(
   if (userHandle && userHandle !== passkey.handle) return refuse("user handle of another account", passkey.userId);
   const asserted = await checkAssertion(rp, response, challenge, passkey);
   if ("refused" in asserted) return refuse(asserted.refused, passkey.userId);
-  if (!(await recordSignIn(db, passkey.id, asserted, now)))
+  if (!(await recordSignIn(db, passkey.id, asserted, now))) {
+    // A counter that did not move is what a copy of the passkey sends: marked in the list, and the owner told.
+    if (await markCounterRegressed(db, passkey.id, asserted.counter, now)) {
+      log.warn("passkey_counter_regressed", { userId: passkey.userId, passkeyId: passkey.id });
+      await sendPasskeyCounterNotice(requestMailer(c, passkey.userId), passkey.email, passkey.name);
+    }
     return refuse("counter did not move forward", passkey.userId);
+  }
 
   const account = { id: passkey.userId, email: passkey.email, signInEpoch: passkey.signInEpoch };
   const deviceId = (await readDeviceToken(deviceToken, account, jwtSecretOf(c), now))?.id;
@@ -59,7 +67,8 @@ async function passkeySignIn(
     factorDue: false,
   };
   log.info("passkey_sign_in", { userId: passkey.userId, passkeyId: passkey.id });
-  return signIn(c, proof);
+  // A passkey from before an e-mail change proves the owner: the change's undo window narrows.
+  return signIn(c, proof, [provenSinceChange(db, passkey.userId, { passkeyId: passkey.id }, now)]);
 }
 
 /** Signing in with a passkey: the options (anyone may ask), then the assertion. See docs/passkeys.md. */
@@ -121,7 +130,8 @@ export const passkeySignInRoutes = new Hono<AppEnv>()
         "403": suspendedAnswer,
         "401": text(
           "An unknown passkey; a used, expired or registration challenge; another origin or RP ID; no user verification; a bad signature; " +
-            "a counter that did not move forward (unless it stays 0); a userHandle of another account",
+            "a counter that did not move forward (unless it stays 0: the passkey is then marked in the list, `counter_regressed_at`, and the owner mailed); " +
+            "a userHandle of another account",
           AuthMessage.invalidPasskey,
         ),
         ...accountErrors,

@@ -5,6 +5,7 @@ import { randomId } from "../../lib/crypto";
 import type { AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
+import { otherWayIn } from "../core/accounts";
 import { randomBase64url, type NewCredential, type RegisteringAccount, type StoredCredential } from "./webauthn";
 import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
@@ -16,8 +17,16 @@ const passkeyFields = {
   createdAt: passkeys.createdAt,
   lastUsedAt: passkeys.lastUsedAt,
   backedUp: passkeys.backedUp,
+  counterRegressedAt: passkeys.counterRegressedAt,
 };
-export type PasskeyRow = { id: string; name: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean };
+export type PasskeyRow = {
+  id: string;
+  name: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  backedUp: boolean;
+  counterRegressedAt: number | null;
+};
 
 /** A challenge stored for `userId` (a registration) only while the account exists; for nobody (a sign-in) always. */
 function storeChallenge(
@@ -139,6 +148,8 @@ export async function addPasskey(
             name: sql<string>`${name}`.as("name"),
             createdAt: sql<number>`${now}`.as("created_at"),
             lastUsedAt: sql<number | null>`NULL`.as("last_used_at"),
+            addedBySession: sql<string>`${caller.sessionId}`.as("added_by_session"),
+            counterRegressedAt: sql<number | null>`NULL`.as("counter_regressed_at"),
           })
           .from(users)
           .where(and(eq(users.id, caller.userId), liveSession(caller, now), room, unknown)),
@@ -183,8 +194,9 @@ export async function renamePasskey(db: Database, caller: AccessClaims, id: stri
 }
 
 /**
- * Deletes one of the caller's passkeys (the step-up has just checked the session), with its event: its name, or
- * undefined for none of theirs.
+ * Deletes one of the caller's passkeys (the step-up has just checked the session), only while the account keeps
+ * another way in (core/accounts.ts, otherWayIn), with its event: its name, "absent" for none of theirs, or "last" for
+ * the account's last way in.
  */
 export async function removePasskey(
   db: Database,
@@ -192,27 +204,31 @@ export async function removePasskey(
   caller: AccessClaims,
   id: string,
   now: number,
-): Promise<string | undefined> {
-  const theirs = and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId), liveSession(caller, now));
+): Promise<{ name: string } | "absent" | "last"> {
+  const ofCaller = and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId));
+  const removing = and(ofCaller, liveSession(caller, now), otherWayIn(caller.userId, { passkeyId: id }));
   // Read, and recorded, before the passkey goes, under the very condition of its deletion: one transaction.
-  const [[found]] = await db.batch([
-    db.select({ name: passkeys.name }).from(passkeys).where(theirs),
+  const [[held], [removed]] = await db.batch([
+    db.select({ name: passkeys.name }).from(passkeys).where(ofCaller),
+    db.select({ name: passkeys.name }).from(passkeys).where(removing),
     ...audit.record(
       {
         type: "passkey.removed",
         userId: caller.userId,
-        data: { passkey_id: id, name: sql`(SELECT ${passkeys.name} FROM ${passkeys} WHERE ${theirs})` },
+        data: { passkey_id: id, name: sql`(SELECT ${passkeys.name} FROM ${passkeys} WHERE ${removing})` },
       },
-      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${theirs})`,
+      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${removing})`,
     ),
-    db.delete(passkeys).where(theirs),
+    db.delete(passkeys).where(removing),
   ]);
-  return found?.name;
+  if (removed) return removed;
+  return held ? "last" : "absent";
 }
 
 /** The passkey a sign-in presents, with its account. */
 export type SigningPasskey = StoredCredential & {
   id: string;
+  name: string;
   userId: number;
   email: string;
   signInEpoch: number;
@@ -238,6 +254,7 @@ export async function claimSignIn(db: Database, challenge: string, credentialId:
     db
       .select({
         id: passkeys.id,
+        name: passkeys.name,
         credentialId: passkeys.credentialId,
         publicKey: passkeys.publicKey,
         counter: passkeys.counter,
@@ -272,4 +289,30 @@ export async function recordSignIn(
     .where(and(eq(passkeys.id, passkeyId), forward))
     .returning({ id: passkeys.id });
   return used !== undefined;
+}
+
+/**
+ * Marks a passkey whose good assertion carried a counter that did not move forward (WebAuthn §6.1.1: the
+ * authenticator may have been cloned), with the time: one conditional UPDATE, true when the stored counter is indeed
+ * not behind the presented one (the assertion was refused for its counter). Two assertions of one authenticator that
+ * race, the later counter first, look the same and are marked too: a genuine authenticator signs one at a time.
+ */
+export async function markCounterRegressed(
+  db: Database,
+  passkeyId: string,
+  counter: number,
+  now: number,
+): Promise<boolean> {
+  const [marked] = await db
+    .update(passkeys)
+    .set({ counterRegressedAt: now })
+    .where(
+      and(
+        eq(passkeys.id, passkeyId),
+        sql`${passkeys.counter} >= ${counter}`,
+        sql`NOT (${passkeys.counter} = 0 AND ${counter} = 0)`,
+      ),
+    )
+    .returning({ id: passkeys.id });
+  return marked !== undefined;
 }

@@ -213,8 +213,10 @@ export interface Asserted {
 
 /**
  * Checks an assertion made with `challenge` (already claimed) against the stored passkey: origin, RP ID,
- * user verification, the signature, and the counter, which must move forward unless both it and the stored
- * one are 0. What it tells, or why not (for the log: the client is told one thing only).
+ * user verification and the signature. What it tells, or why not (for the log: the client is told one thing
+ * only). The counter rule (forward, unless both it and the stored one are 0) is not the library's here: the
+ * store decides it with one conditional UPDATE (store.ts, recordSignIn), so that a counter that went backwards
+ * under a good signature is known as one (the passkey marked, its owner told) rather than lost in a refusal.
  */
 export async function checkAssertion(
   rp: WebAuthnConfig,
@@ -237,7 +239,8 @@ export async function checkAssertion(
       credential: {
         id: stored.credentialId,
         publicKey: fromBase64url(stored.publicKey),
-        counter: stored.counter,
+        // 0: the library then takes any counter, and recordSignIn applies the rule (see above).
+        counter: 0,
       },
       requireUserVerification: true,
     });

@@ -17,10 +17,14 @@ import { WELL_KNOWN_MAX_AGE_MS } from "../policy";
 const NOT_CONFIGURED = "Not found";
 const cached = { "Cache-Control": `public, max-age=${WELL_KNOWN_MAX_AGE_MS / SECOND}` };
 
-/** What Android's Credential Manager checks: each app may handle this site's links and use its sign-in credentials. */
+/**
+ * What Android's Credential Manager checks: each app may use this site's sign-in credentials (its passkeys), and
+ * nothing more. Never `handle_all_urls`: it would make the app the verified handler of every link of the domain, the
+ * reset and undo links of the mails included, which passkeys do not need.
+ */
 function assetLinks(apps: AndroidApp[]) {
   return apps.map(({ packageName, fingerprints }) => ({
-    relation: ["delegate_permission/common.handle_all_urls", "delegate_permission/common.get_login_creds"],
+    relation: ["delegate_permission/common.get_login_creds"],
     target: { namespace: "android_app", package_name: packageName, sha256_cert_fingerprints: fingerprints },
   }));
 }
@@ -47,7 +51,8 @@ export const wellKnown = new Hono<AppEnv>()
       tags: wellKnownTag,
       summary: "Digital Asset Links (Android apps)",
       description:
-        "The Android apps of ANDROID_APP_FINGERPRINTS may use this domain's passkeys and links. Served at the RP ID's origin.",
+        "The Android apps of ANDROID_APP_FINGERPRINTS may use this domain's passkeys (`get_login_creds` only: no app handles the domain's " +
+        "links, the mails' reset and undo links included). Served at the RP ID's origin.",
       responses: {
         "200": json("The statements", { type: "array", items: { type: "object" } }),
         ...unconfigured("ANDROID_APP_FINGERPRINTS"),

@@ -10,11 +10,12 @@ import type { AppEnv } from "../../types";
 import { codesMatch } from "../core/codes";
 import { codeTryBudget } from "../limits/code-budget";
 import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
-import { mailerOf, sendPasswordChangedNotice, sendPasswordResetCode } from "../core/mails";
+import { mailerOf, requestMailer, sendPasswordChangedNotice, sendPasswordResetCode } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { ForgotPasswordBody, ResetPasswordBody } from "../requests";
 import { endSessions } from "../core/sessions";
+import { linkedProviders } from "../core/accounts";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
 import {
   CODE_DIGITS,
@@ -82,7 +83,7 @@ export const recovery = new Hono<AppEnv>()
         log.info("password_reset_requested", { userId: issued.userId, email: maskEmail(email) });
         c.executionCtx.waitUntil(
           sendPasswordResetCode(
-            mailerOf(c.var, client),
+            mailerOf(c.var, { account: issued.userId, client }),
             { email, verified: issued.verified },
             issued.code,
             requestId,
@@ -132,7 +133,7 @@ export const recovery = new Hono<AppEnv>()
         ...accountErrors,
         "429": throttled(
           text(
-            "The whole service's failed code tries are used up for the hour, or the per-client limit",
+            "The whole service's failed code tries, or this client's share of them, are used up for the hour; or the per-client limit",
             AuthMessage.codeBudgetExhausted,
             AuthMessage.clientThrottled,
           ),
@@ -159,7 +160,7 @@ export const recovery = new Hono<AppEnv>()
       if (!done) return c.text(AuthMessage.invalidResetCode, 401);
 
       log.info("password_reset", { userId, email: maskEmail(email) });
-      await sendPasswordChangedNotice(mailerOf(c.var), email);
+      await sendPasswordChangedNotice(requestMailer(c, userId), email, await linkedProviders(db, userId));
       return c.text(AuthMessage.passwordReset, 200);
     },
   );

@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import { badJson, describeRoute, text, throttled } from "../../lib/describe";
-import { clientKey } from "../../lib/client-key";
 import { tooManyRequests } from "../../lib/http";
 import { maskEmail } from "../../lib/log";
 import { hashPassword } from "../../lib/password";
@@ -10,7 +9,7 @@ import type { AppEnv } from "../../types";
 import { codeTryBudget } from "../limits/code-budget";
 import { claimCodeAttempt, codesMatch, codeToMail } from "../core/codes";
 import { TURNSTILE_FIELD, turnstileRefusal } from "../limits/turnstile";
-import { mailerOf, sendVerificationCode } from "../core/mails";
+import { requestMailer, sendVerificationCode } from "../core/mails";
 import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../requests";
@@ -60,7 +59,7 @@ export const registration = new Hono<AppEnv>()
       const created = await createAccount(db, c.var.audit, email, passwordHash, Date.now());
       if (!created) return c.text(AuthMessage.userExists, 409);
       log.info("user_registered", { userId: created.id, email: maskEmail(email) });
-      if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
+      if (created.code) await sendVerificationCode(requestMailer(c, created.id), email, created.code);
       return c.text(AuthMessage.userCreated, 201);
     },
   )
@@ -110,7 +109,7 @@ export const registration = new Hono<AppEnv>()
       // After the answer, as forgot-password does: an answer that waited for SMTP would take longer for an
       // unverified account than for an unknown or verified one, and tell them apart. (Register keeps the
       // contract's order: the mail goes before its 201.)
-      c.executionCtx.waitUntil(sendVerificationCode(mailerOf(c.var, clientKey(c)), email, issued.code));
+      c.executionCtx.waitUntil(sendVerificationCode(requestMailer(c, issued.userId), email, issued.code));
       return c.text(AuthMessage.resendAccepted, 200);
     },
   )
@@ -134,7 +133,7 @@ export const registration = new Hono<AppEnv>()
         ...accountErrors,
         "429": throttled(
           text(
-            "Too many failures (this account's, or the whole service's failed code tries), or the per-client limit",
+            "Too many failures (this account's, the whole service's failed code tries, or this client's share of them), or the per-client limit",
             AuthMessage.verifyThrottled,
             AuthMessage.codeBudgetExhausted,
             AuthMessage.clientThrottled,

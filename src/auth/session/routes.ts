@@ -10,15 +10,15 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { jwtSecretOf, requireAccessToken, unauthorized } from "../caller";
 import { loginCounter } from "../limits/login";
-import { claimSlot, releaseWindow } from "../limits/windows";
+import { releaseWindow } from "../limits/windows";
 import { AuthMessage } from "../messages";
 import { isActive, factorOf } from "../core/factor";
 import { accountErrors, accountsTag, bearer, bearerErrors } from "../openapi";
 import { LoginBody, RefreshBody } from "../requests";
 import type { SessionJson } from "../shapes";
-import { maybeDeviceToken, readDeviceToken, staleDevicesWindow } from "../core/devices";
+import { loginDevice, staleDevicesWindow } from "../core/devices";
 import { readDetail, recordFailedSignIn, signIn } from "../core/gate";
-import { accountByEmail, deviceAccount } from "../core/accounts";
+import { accountByEmail } from "../core/accounts";
 import {
   endOtherSessionsNow,
   endSessions,
@@ -34,47 +34,29 @@ import {
   LOGIN_FAILURES_BEFORE_LOCK,
   LOGIN_LOCK_MS,
   REFRESH_GRACE_MS,
-  STALE_DEVICE_FAILURES_PER_HOUR,
 } from "../policy";
-
-/**
- * The device a login is judged on: the device of a valid device token of the address's account (only a
- * login that sends something shaped like one reads the account first). A stale token (issued before the
- * last password change) also claims a slot of the account's stale-device allowance, given back by a right
- * password; with the allowance used up it counts for nothing (see devices.ts).
- */
-async function deviceOf(
-  c: Context<AppEnv>,
-  email: string,
-  token: unknown,
-  now: number,
-): Promise<{ id: string; stale?: { window: string; windowStart: number } } | undefined> {
-  if (!maybeDeviceToken(token, now)) return undefined;
-  const { db } = c.var;
-  const account = await deviceAccount(db, email);
-  const device = await readDeviceToken(token, account, jwtSecretOf(c), now);
-  if (!device || !account) return undefined;
-  // Token expiries have whole seconds: a token of the very second of the change counts as issued after it.
-  if (device.issuedAt >= Math.floor(account.passwordChangedAt / SECOND)) return { id: device.id };
-  const window = staleDevicesWindow(account.id);
-  const slot = await claimSlot(db, window, STALE_DEVICE_FAILURES_PER_HOUR, now);
-  return "waitMs" in slot ? undefined : { id: device.id, stale: { window, windowStart: slot.windowStart } };
-}
 
 /** A password login: the attempt claimed before bcrypt, then the gate. */
 async function passwordLogin(c: Context<AppEnv>, email: string, password: string, deviceToken: string | undefined) {
   const { config, db, log } = c.var;
   const now = Date.now();
-  const device = await deviceOf(c, email, deviceToken, now);
+  const device = await loginDevice(c, email, deviceToken, now);
   const deviceId = device?.id;
   const counter = loginCounter(db, email, deviceId, now);
+  // A stale token's slot goes back when its device's own lock refuses the login, and a slot of the shared allowance
+  // with a right password too (its own try is used, whatever the outcome).
+  const stale = device?.stale;
+  const giveBack = stale ? [releaseWindow(db, stale.window, stale.windowStart)] : [];
 
   // One round trip: claim the attempt (before bcrypt, see claimLogin), read the account, and read the
   // lock as the claim left it, for Retry-After. Attempts are kept per address, registered or not, so
   // an unknown address is answered (and locked) exactly like a real one; a device of the owner's (a
   // valid device token) is judged on its own attempts instead.
   const [[claim], [user], [lock]] = await db.batch([counter.claim, accountByEmail(db, email), counter.lock]);
-  if (!claim) return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
+  if (!claim) {
+    await batchOf(db, giveBack);
+    return tooManyRequests(c, (lock?.lockedUntil ?? now + counter.lockMs) - now, AuthMessage.loginLocked);
+  }
   if (claim.lockedUntil > 0)
     log.warn("login_locked", { email: maskEmail(email), lockedForMs: counter.lockMs, ...(deviceId && { deviceId }) });
 
@@ -84,10 +66,10 @@ async function passwordLogin(c: Context<AppEnv>, email: string, password: string
     if (user) recordFailedSignIn(c, user.id, { reason: "password" });
     return c.text(AuthMessage.invalidCredentials, 401);
   }
-  // The right password ends the run of attempts, and gives back a stale device's slot.
+  // The right password ends the run of attempts, and gives back a stale device's slot of the shared allowance.
   const release = [
     counter.release(claim.lockedUntil),
-    ...(device?.stale ? [releaseWindow(db, device.stale.window, device.stale.windowStart)] : []),
+    ...(stale?.window === staleDevicesWindow(user.id) ? giveBack : []),
   ];
   if (!user.isVerified) {
     await batchOf(db, release);

@@ -2,9 +2,19 @@ import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
+import { BUDGET_SHARES } from "../../../src/auth/policy";
 import { Contract } from "../../contract";
 import { otherCode } from "../../support/accounts";
-import { callWithEnv, captureLogs, PASSWORD, randomEmail, tally, TEXT, textOf } from "../../support/app";
+import {
+  anotherClient,
+  callWithEnv as callWithEnvFromOneClient,
+  captureLogs,
+  PASSWORD,
+  randomEmail,
+  tally,
+  TEXT,
+  textOf,
+} from "../../support/app";
 
 /**
  * The deployment-wide budget of failed code tries (src/auth/limits/code-budget.ts), on a database of its own:
@@ -21,6 +31,20 @@ beforeAll(async () => {
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+/**
+ * A request from a client of its own: the tests of the deployment's window must not meet one client's share of it
+ * first (the share has tests of its own, below).
+ */
+function callWithEnv(
+  settings: Parameters<typeof callWithEnvFromOneClient>[0],
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return callWithEnvFromOneClient(settings, method, path, body, { ...anotherClient(), ...headers });
+}
 
 /** A fresh budget of `limit` failed tries (the window starts with the next try). */
 async function budgetOf(limit: number) {
@@ -171,5 +195,56 @@ describe("the deployment-wide budget of failed code tries", () => {
       body: AuthMessage.invalidConfirmationCode,
     });
     expect(await textOf(await confirm())).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
+  });
+});
+
+describe("one client's share of the failed code tries (BUDGET_SHARES)", () => {
+  async function spentBy(client: string): Promise<number> {
+    return (
+      (await db
+        .prepare("SELECT count FROM deployment_windows WHERE name = ?")
+        .bind(`failed_code_tries_client:${client}`)
+        .first<number>("count")) ?? 0
+    );
+  }
+
+  it("holds one client to its share: past it, its wrong codes answer 429 and spend nothing of the deployment's; another client's are still 401", async () => {
+    const settings = await budgetOf(8);
+    const share = 8 / BUDGET_SHARES;
+    const one = { "CF-Connecting-IP": "203.0.113.21" };
+    const verify = (email: string, token: string, from: Record<string, string>) =>
+      callWithEnvFromOneClient(settings, "POST", "/auth/verify-email", { email, token }, from);
+    const accounts = await Promise.all(Array.from({ length: share + 2 }, () => unverified(settings)));
+    for (const { email, code } of accounts.slice(0, share))
+      expect((await verify(email, otherCode(code), one)).status).toBe(401);
+    const [next, last] = accounts.slice(share) as [{ email: string; code: string }, { email: string; code: string }];
+    const refused = await verify(next.email, otherCode(next.code), one);
+    expect(await textOf(refused)).toEqual({ status: 429, type: TEXT, body: AuthMessage.codeBudgetExhausted });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3500);
+    expect(await spent()).toBe(share);
+    // The budget still has room for everyone else, and the right code still verifies for the client past its share.
+    expect((await verify(last.email, otherCode(last.code), { "CF-Connecting-IP": "203.0.113.22" })).status).toBe(401);
+    expect((await verify(next.email, next.code, one)).status).toBe(200);
+    expect(await spent()).toBe(share + 1);
+    expect(await spentBy("203.0.113.21")).toBe(share);
+  });
+
+  it("holds under a burst: of 40 wrong codes sent together from one client with 40 tries in the budget, 10 are compared", async () => {
+    const settings = await budgetOf(40);
+    const accounts = await Promise.all(Array.from({ length: 40 }, () => unverified(settings)));
+    const answers = await Promise.all(
+      accounts.map(({ email, code }) =>
+        callWithEnvFromOneClient(
+          settings,
+          "POST",
+          "/auth/verify-email",
+          { email, token: otherCode(code) },
+          { "CF-Connecting-IP": "2001:db8:42:7::1" },
+        ),
+      ),
+    );
+    expect(tally(answers)).toEqual({ 401: 40 / BUDGET_SHARES, 429: 40 - 40 / BUDGET_SHARES });
+    expect(await spent()).toBe(40 / BUDGET_SHARES);
+    expect(await spentBy("2001:db8:42:7::/64")).toBe(40 / BUDGET_SHARES);
   });
 });

@@ -3,6 +3,7 @@ import { decodeJwt } from "jose";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { issueDeviceToken } from "../../../src/auth/core/devices";
+import { STALE_DEVICE_FAILURES_PER_HOUR } from "../../../src/auth/policy";
 import { AuthMessage } from "../../../src/auth/messages";
 import { DAY } from "../../../src/lib/units";
 import { Contract } from "../../contract";
@@ -214,7 +215,7 @@ describe("device tokens (POST /auth/login)", () => {
     expect(await deviceRow(device)).toMatchObject({ failures: 5 });
   });
 
-  it("gives the tokens issued before a password change 10 failures an hour together: 30 wrong passwords from 6 gathered tokens, 20 checked", async () => {
+  it("gives the tokens issued before a password change 10 failures an hour together, beside one try each: 30 wrong passwords from 6 gathered tokens, 26 checked", async () => {
     const email = await verifiedAccount();
     // Someone who knew the old password gathered a token per login, a while before the reset (token times
     // have whole seconds, so they are minted as those logins did, ten seconds ago).
@@ -228,10 +229,76 @@ describe("device tokens (POST /auth/login)", () => {
     const answers = await Promise.all(
       gathered.flatMap((device) => Array.from({ length: 5 }, () => loginFrom(email, "wrong password", device))),
     );
-    // 10 judged on their devices' runs, 10 on the address's (the tenth locks it), the rest refused.
-    expect(tally(answers)).toEqual({ 401: 20, 429: 10 });
+    // 6 own tries and 10 of the shared allowance judged on their devices' runs, 10 on the address's (the tenth locks
+    // it), the rest refused.
+    expect(tally(answers)).toEqual({ 401: 26, 429: 4 });
     // The owner's device, which signed in since the reset, is judged on its own failures and gets in.
     expect((await loginFrom(email, NEW_PASSWORD, owners)).status).toBe(200);
+  });
+
+  /** An account whose password was reset after someone gathered `count` device tokens of it; and the owner's. */
+  async function staleTokens(count: number) {
+    const email = await verifiedAccount();
+    const id = (await storedUser(email))!.id;
+    // Minted as logins of ten seconds ago did (token times have whole seconds).
+    const mint = () => issueDeviceToken(env.JWT_SECRET_KEY, { id, email }, Date.now() - 10_000);
+    const phisher = await Promise.all(Array.from({ length: count }, mint));
+    const owner = await mint();
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    return { email, id, phisher, owner };
+  }
+
+  async function staleSpent(userId: number): Promise<number> {
+    return (
+      (await env.DB.prepare("SELECT count FROM deployment_windows WHERE name = ?")
+        .bind(`stale_device_failures:${userId}`)
+        .first<number>("count")) ?? 0
+    );
+  }
+
+  it("lets the owner's device that has not signed in since the change in with the right password after a phisher's stale tokens spent the allowance and locked the address (N7)", async () => {
+    const { email, id, phisher, owner } = await staleTokens(3);
+    for (const device of phisher) for (let i = 0; i < 5; i++) await loginFrom(email, "wrong password", device);
+    expect(await staleSpent(id)).toBe(STALE_DEVICE_FAILURES_PER_HOUR);
+    await wrongLogins(email, 12);
+    expect(await textOf(await loginFrom(email, NEW_PASSWORD))).toEqual({
+      status: 429,
+      type: TEXT,
+      body: AuthMessage.loginLocked,
+    });
+    const answer = await loginFrom(email, NEW_PASSWORD, owner);
+    expect(answer.status).toBe(200);
+    expect(deviceIdOf(v.parse(LoginAnswer, await answer.json()).device_token)).toBe(deviceIdOf(owner));
+  });
+
+  it("gives a slot of the shared allowance back when the device's own lock refuses: a locked stale token's 429s spend nothing of it (N7)", async () => {
+    const { email, id, phisher } = await staleTokens(1);
+    const [device] = phisher as [string];
+    for (let i = 0; i < 5; i++)
+      expect(await textOf(await loginFrom(email, "wrong password", device))).toEqual({
+        status: 401,
+        type: TEXT,
+        body: Contract.invalidCredentials,
+      });
+    // Its own try, then four of the shared allowance; the fifth failure locked the device.
+    expect(await staleSpent(id)).toBe(4);
+    for (let i = 0; i < 5; i++)
+      expect(await textOf(await loginFrom(email, "wrong password", device))).toEqual({
+        status: 429,
+        type: TEXT,
+        body: AuthMessage.loginLocked,
+      });
+    expect(await staleSpent(id)).toBe(4);
+  });
+
+  it("holds under a burst: 40 wrong passwords with one stale token at once get its device's 5 checks and the address's 10, and the owner's device still gets in (N7)", async () => {
+    const { email, id, phisher, owner } = await staleTokens(1);
+    const answers = await wrongLogins(email, 40, phisher[0]);
+    expect(tally(answers)).toEqual({ 401: 15, 429: 25 });
+    // Only the slots of logins its device's lock let through stay spent.
+    expect(await staleSpent(id)).toBeGreaterThanOrEqual(4);
+    expect(await staleSpent(id)).toBeLessThanOrEqual(5);
+    expect((await loginFrom(email, NEW_PASSWORD, owner)).status).toBe(200);
   });
 
   it("answers a login without device_token as before, with device_token added to the 200", async () => {

@@ -4,10 +4,29 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
 import { DAY, HOUR } from "../../../src/lib/units";
 import { Contract } from "../../contract";
-import { account, bearer, changeEmail, logIn, otherCode, pastCooldown } from "../../support/accounts";
-import { call, callWithEnv, captureLogs, PASSWORD, randomEmail, tally, TEXT, textOf } from "../../support/app";
+import { account, bearer, changeEmail, logIn, NEW_PASSWORD, otherCode, pastCooldown } from "../../support/accounts";
+import { base32Decode, stepAt, totpAt } from "../../../src/lib/totp";
+import { SoftwarePasskey } from "../passkeys/authenticator";
+import {
+  creationOptions,
+  registeredPasskey,
+  registerWith as registerPasskey,
+  signedInAccount,
+} from "../passkeys/support";
+import {
+  anotherClient,
+  call,
+  callWithEnv,
+  captureLogs,
+  PASSWORD,
+  randomEmail,
+  tally,
+  TEXT,
+  textOf,
+} from "../../support/app";
 import { CodePrefix, codesMailed, mailsWithSubject, Subject } from "../../support/mail";
 import {
+  BUDGET_SHARES,
   EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
   EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
 } from "../../../src/auth/policy";
@@ -30,6 +49,8 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+type Settings = Awaited<ReturnType<typeof budgetOf>>;
+
 /** A fresh budget of `hourly` mails an hour and `daily` a day. */
 async function budgetOf(hourly: number, daily = 1_000) {
   await db.prepare("DELETE FROM deployment_windows").run();
@@ -41,8 +62,9 @@ async function age(name: string, ms: number): Promise<void> {
   await db.prepare("UPDATE deployment_windows SET window_start = window_start - ? WHERE name = ?").bind(ms, name).run();
 }
 
+/** A registration from a client of its own: the deployment's windows, not one client's share, are what it meets. */
 function registerWith(settings: Awaited<ReturnType<typeof budgetOf>>, email: string) {
-  return callWithEnv(settings, "POST", "/auth/register", { email, password: PASSWORD });
+  return callWithEnv(settings, "POST", "/auth/register", { email, password: PASSWORD }, anotherClient());
 }
 
 /** How many verification codes reached each address, in order. */
@@ -131,22 +153,22 @@ describe("the deployment's mail budget", () => {
   });
 });
 
-describe("mail to unverified addresses cannot take the whole budget (F1)", () => {
-  /** A verified account on the budget's database, made with room to spare; its address. */
-  async function verifiedOnBudgetDb(): Promise<string> {
-    const settings = await budgetOf(1_000, 1_000);
-    const email = randomEmail("owner");
-    expect((await registerWith(settings, email)).status).toBe(201);
-    const code = await db
-      .prepare(
-        "SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)",
-      )
-      .bind(email)
-      .first<string>("code");
-    expect((await callWithEnv(settings, "POST", "/auth/verify-email", { email, token: code })).status).toBe(200);
-    return email;
-  }
+/** A verified account on the budget's database, made with room to spare; its address. */
+async function verifiedOnBudgetDb(): Promise<string> {
+  const settings = await budgetOf(1_000, 1_000);
+  const email = randomEmail("owner");
+  expect((await registerWith(settings, email)).status).toBe(201);
+  const code = await db
+    .prepare(
+      "SELECT code FROM one_time_codes WHERE purpose = 'verify_email' AND user_id = (SELECT id FROM users WHERE email = ?)",
+    )
+    .bind(email)
+    .first<string>("code");
+  expect((await callWithEnv(settings, "POST", "/auth/verify-email", { email, token: code })).status).toBe(200);
+  return email;
+}
 
+describe("mail to unverified addresses cannot take the whole budget (F1)", () => {
   it("still mails a verified account's reset code after a flood of registrations from 40 clients has spent its share", async () => {
     const owner = await verifiedOnBudgetDb();
     const settings = await budgetOf(10, 60);
@@ -220,6 +242,163 @@ describe("mail to unverified addresses cannot take the whole budget (F1)", () =>
       body: AuthMessage.resendAccepted,
     });
     expect(await verificationMails([held])).toEqual([1]);
+  });
+});
+
+/** Verified accounts written straight to the budget's database (no mail spent on them); their addresses. */
+async function verifiedRows(count: number): Promise<string[]> {
+  const addresses = Array.from({ length: count }, () => randomEmail("mailbox"));
+  await db.batch(
+    addresses.map((email) =>
+      db
+        .prepare("INSERT INTO users (email, password, isVerified, createdAt) VALUES (?, 'x', 1, ?)")
+        .bind(email, Date.now()),
+    ),
+  );
+  return addresses;
+}
+
+/** How many mails a named window of the budget's database has counted. */
+async function counted(name: string): Promise<number> {
+  return (
+    (await db.prepare("SELECT count FROM deployment_windows WHERE name = ?").bind(name).first<number>("count")) ?? 0
+  );
+}
+
+describe("no account and no client spends the shared budget (N6)", () => {
+  /** One round of every mail-sending route an account can drive, from one client (no CF-Connecting-IP: "unknown"). */
+  async function floodRound(settings: Settings, attacker: { email: string; token: string }, others: string[]) {
+    const send = (method: string, path: string, body?: unknown) =>
+      callWithEnv(settings, method, path, body, bearer(attacker.token));
+    // Two password changes, back to the first password: two notices asked for.
+    await send("POST", "/auth/change-password", { current_password: PASSWORD, new_password: NEW_PASSWORD });
+    await send("POST", "/auth/change-password", { current_password: NEW_PASSWORD, new_password: PASSWORD });
+    // Reset codes for its own address and for others'.
+    for (const email of [attacker.email, ...others]) await send("POST", "/auth/forgot-password", { email });
+    // A registration and its resend (unverified addresses), and an e-mail change's code.
+    const fresh = randomEmail("flood");
+    await send("POST", "/auth/register", { email: fresh, password: PASSWORD });
+    await send("POST", "/auth/resend-verification", { email: fresh });
+    await send("POST", "/auth/change-email", { password: PASSWORD, new_email: randomEmail("target") });
+    // Two-factor authentication on and off again: two notices, and a recovery code used.
+    const enrolled = await send("POST", "/auth/mfa/totp", { password: PASSWORD });
+    const { secret } = await enrolled.json<{ secret: string }>();
+    const code = await totpAt(base32Decode(secret), stepAt(Date.now()));
+    const confirmed = await send("POST", "/auth/mfa/totp/confirm", { code });
+    const { recovery_codes: codes } = await confirmed.json<{ recovery_codes: string[] }>();
+    await send("DELETE", "/auth/mfa/totp", { password: PASSWORD, code: codes[0] });
+    // A passkey added and removed: two notices.
+    const { id } = await registeredPasskey(attacker.token, {}, settings);
+    await send("DELETE", `/auth/passkeys/${id}`, { password: PASSWORD });
+  }
+
+  it("keeps a verified account's reset mail going out after one account floods every mail-sending route from one client", async () => {
+    const attacker = await verifiedOnBudgetDb();
+    const victim = await verifiedOnBudgetDb();
+    const others = await verifiedRows(12);
+    const settings = await budgetOf(40, 240);
+    const login = await callWithEnv(settings, "POST", "/auth/login", { email: attacker, password: PASSWORD });
+    const { token } = await login.json<{ token: string }>();
+    // Four rounds ask for more than MAIL_HOURLY_LIMIT mails: without the shares, the flood alone spends the hour.
+    for (let round = 0; round < 4; round++)
+      await floodRound(settings, { email: attacker, token }, others.slice(3 * round, 3 * round + 3));
+
+    // All of it came from one account and one client: one share of the hour (40 / BUDGET_SHARES), whatever it asked.
+    expect(await counted("mails_hourly")).toBeLessThanOrEqual(40 / BUDGET_SHARES);
+    expect(await counted("mails_client:unknown")).toBe(await counted("mails_hourly"));
+    const userId = (await db.prepare("SELECT id FROM users WHERE email = ?").bind(attacker).first<number>("id"))!;
+    expect(await counted(`mails_account:${userId}`)).toBeLessThanOrEqual(40 / BUDGET_SHARES);
+
+    const asked = await callWithEnv(
+      settings,
+      "POST",
+      "/auth/forgot-password",
+      { email: victim },
+      {
+        "CF-Connecting-IP": "192.0.2.77",
+      },
+    );
+    expect(asked.status).toBe(200);
+    expect(await codesMailed(victim, CodePrefix.reset)).toHaveLength(1);
+  }, 30_000);
+
+  it("holds one client to its share under a burst: of 40 reset requests for 40 addresses sent together, 40 / BUDGET_SHARES mail", async () => {
+    const addresses = await verifiedRows(40);
+    const settings = await budgetOf(40, 240);
+    const logs = captureLogs();
+    const answers = await Promise.all(
+      addresses.map((email) =>
+        callWithEnv(settings, "POST", "/auth/forgot-password", { email }, { "CF-Connecting-IP": "203.0.113.9" }),
+      ),
+    );
+    expect(tally(answers)).toEqual({ 200: 40 });
+    const mailed = await Promise.all(
+      addresses.map(async (email) => (await codesMailed(email, CodePrefix.reset)).length),
+    );
+    expect(mailed.filter((count) => count === 1)).toHaveLength(40 / BUDGET_SHARES);
+    expect(await counted("mails_client:203.0.113.9")).toBe(40 / BUDGET_SHARES);
+    expect(logs.filter((line) => line.event === "mail_budget_exhausted")[0]).toMatchObject({
+      kind: "password_reset",
+      budget: "client_hourly",
+      limit: 40 / BUDGET_SHARES,
+      client: "203.0.113.9",
+    });
+    // Another client's request still mails.
+    const [another] = await verifiedRows(1);
+    await callWithEnv(
+      settings,
+      "POST",
+      "/auth/forgot-password",
+      { email: another },
+      { "CF-Connecting-IP": "203.0.113.10" },
+    );
+    expect(await codesMailed(another!, CodePrefix.reset)).toHaveLength(1);
+  });
+
+  it("holds one account to its share whatever the clients: mails about it stop there, and other accounts' go on", async () => {
+    const [target, other] = await verifiedRows(2);
+    const settings = await budgetOf(8, 240);
+    const logs = captureLogs();
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await callWithEnv(settings, "POST", "/auth/forgot-password", { email: target }, anotherClient())).status,
+      ).toBe(200);
+    expect(await codesMailed(target!, CodePrefix.reset)).toHaveLength(8 / BUDGET_SHARES);
+    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({
+      budget: "account_hourly",
+      limit: 8 / BUDGET_SHARES,
+    });
+    await callWithEnv(settings, "POST", "/auth/forgot-password", { email: other }, anotherClient());
+    expect(await codesMailed(other!, CodePrefix.reset)).toHaveLength(1);
+  });
+});
+
+describe("notices of one kind are coalesced into one per NOTICE_COALESCE_MS", () => {
+  it("mails one password-changed notice for three changes within the hour, and logs the others as coalesced", async () => {
+    const email = await account();
+    const { token } = await logIn(email);
+    const logs = captureLogs();
+    const passwords = [PASSWORD, NEW_PASSWORD, PASSWORD, NEW_PASSWORD];
+    for (let i = 0; i < 3; i++) {
+      const body = { current_password: passwords[i], new_password: passwords[i + 1] };
+      expect((await call("POST", "/auth/change-password", body, bearer(token))).status).toBe(200);
+    }
+    expect(await mailsWithSubject(email, Subject.passwordChanged)).toHaveLength(1);
+    expect(logs.filter((line) => line.event === "password_changed_mail_coalesced")).toHaveLength(2);
+    expect(logs.filter((line) => line.event === "mail_budget_exhausted")).toHaveLength(0);
+  });
+
+  it("mails one passkey-added notice for ten passkeys added together", async () => {
+    const { email, session } = await signedInAccount();
+    const passkeys = await Promise.all(Array.from({ length: 10 }, () => SoftwarePasskey.create()));
+    // The options one after the other (each is a step-up of the session), the verifies together.
+    const options: Awaited<ReturnType<typeof creationOptions>>[] = [];
+    for (const _ of passkeys) options.push(await creationOptions(session.token));
+    const added = await Promise.all(
+      passkeys.map((passkey, i) => registerPasskey(session.token, passkey, { options: options[i] })),
+    );
+    expect(tally(added)).toEqual({ 201: 10 });
+    expect(await mailsWithSubject(email, "A Passkey Was Added to Your Account")).toHaveLength(1);
   });
 });
 

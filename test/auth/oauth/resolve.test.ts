@@ -9,6 +9,7 @@ import {
   logIn,
   me,
   NEW_PASSWORD,
+  passwordChangedText,
   quietRegister,
   reset,
   resetCode,
@@ -26,6 +27,9 @@ import {
   webSignIn,
 } from "../../support/oauth";
 import { RECENT_SIGN_IN_MS } from "../../../src/auth/policy";
+import { mailsWithSubject, Subject } from "../../support/mail";
+import { maskEmail } from "../../../src/lib/log";
+import { registeredPasskey } from "../passkeys/support";
 
 /**
  * What a social sign-in does to accounts (src/auth/oauth/resolve.ts and store.ts): the linking rule, the
@@ -111,6 +115,30 @@ describe("account resolution", () => {
     expect(await storedUser(email)).toMatchObject({ password: before!.password, sign_in_epoch: before!.sign_in_epoch });
   });
 
+  it("tells the owner when a provider is linked to their account (N4): the provider, the address it showed, and how to unlink it", async () => {
+    const email = await account();
+    const claims = identityClaims({ email });
+    await socialLogIn("google", claims);
+    const notices = await mailsWithSubject(email, "A Sign-In Provider Was Linked to Your Account");
+    expect(notices.map((mail) => mail.text)).toEqual([
+      `A sign-in with google (${maskEmail(email)}) was linked to your account: it signs in without your password.\n` +
+        "If this was not you, remove it at once: sign in, then unlink it (DELETE /auth/identities/google; your linked sign-ins are listed in your account's security settings), and change your password.",
+    ]);
+    // Signing in again with the linked identity links nothing new, and mails nothing.
+    await socialLogIn("google", claims);
+    expect(await mailsWithSubject(email, "A Sign-In Provider Was Linked to Your Account")).toHaveLength(1);
+  });
+
+  it("names the linked sign-ins in the notice of a reset (N4)", async () => {
+    const email = await account();
+    await socialLogIn("google", identityClaims({ email }));
+    await socialLogIn("apple", identityClaims({ email }));
+    expect((await reset(email, await resetCode(email))).status).toBe(200);
+    expect((await mailsWithSubject(email, Subject.passwordChanged)).map((mail) => mail.text)).toEqual([
+      passwordChangedText(["google", "apple"]),
+    ]);
+  });
+
   it("hands a squatter's unverified account to the owner of the address: verified, its password gone, its sessions and codes ended", async () => {
     const email = randomEmail("owner");
     expect((await quietRegister(email, "the squatter's password")).status).toBe(201);
@@ -165,36 +193,100 @@ describe("account resolution", () => {
 
   it("makes one account and one identity for 10 concurrent first sign-ins of a new identity", async () => {
     const claims = identityClaims();
-    const token = await signedIdToken("google", { aud: "google-web-client", ...claims });
-    const answers = await Promise.all(Array.from({ length: 10 }, () => idTokenSignIn("google", { id_token: token })));
+    // Ten tokens of the identity (each id_token signs in once).
+    const tokens = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        signedIdToken("google", { aud: "google-web-client", ...claims, jti: crypto.randomUUID() }),
+      ),
+    );
+    const answers = await Promise.all(tokens.map((token) => idTokenSignIn("google", { id_token: token })));
     expect(tally(answers)).toEqual({ 200: 10 });
     expect(await count("SELECT count(*) AS n FROM users WHERE email = ?", claims.email)).toBe(1);
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(1);
   });
 });
 
+/** DELETE /auth/identities/{provider} with the step-up `body` (a recent sign-in of an account without a password needs none). */
+function unlink(token: string, provider: string, body: Record<string, unknown> = {}): Promise<Response> {
+  return call("DELETE", `/auth/identities/${provider}`, body, bearer(token));
+}
+
 describe("DELETE /auth/identities/{provider}", () => {
-  it("unlinks a provider from an account that has a password (204); signing in with it links it again", async () => {
+  it("unlinks a provider from an account that has a password, with the password (204), and mails a notice; signing in with it links it again", async () => {
     const email = await account();
     const tokens = await socialLogIn("google", identityClaims({ email }));
-    const response = await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token));
+    const response = await unlink(tokens.token, "google", { password: PASSWORD });
     expect(response.status).toBe(204);
     expect(await jsonOf(await me(tokens.token))).toMatchObject({ body: { identities: [] } });
+    expect(
+      (await mailsWithSubject(email, "A Sign-In Provider Was Unlinked from Your Account")).map((m) => m.text),
+    ).toEqual([
+      "The sign-in with google was unlinked from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.",
+    ]);
     expect((await nativeSignIn(identityClaims({ email }))).status).toBe(200);
+  });
+
+  it("needs what removing a passkey needs (N10): a missing password is a 401 not counted, a wrong one a 401 counted on the session, and the identity stays", async () => {
+    const email = await account();
+    const tokens = await socialLogIn("google", identityClaims({ email }));
+    expect(await textOf(await unlink(tokens.token, "google"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.passwordRequired,
+    });
+    expect(await textOf(await unlink(tokens.token, "google", { password: "not the password" }))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.wrongPassword,
+    });
+    expect(await count("SELECT password_failures AS n FROM sessions WHERE id = ?", sessionIdOf(tokens.token))).toBe(1);
+    expect(await jsonOf(await me(tokens.token))).toMatchObject({ body: { identities: [{ provider: "google" }] } });
+    expect(await textOf(await unlink(tokens.token, "google", { password: 7 }))).toEqual({
+      status: 400,
+      type: TEXT,
+      body: AuthMessage.passwordString,
+    });
+  });
+
+  it("asks an account without a password for a sign-in within RECENT_SIGN_IN_MS, as the other step-ups do (N10)", async () => {
+    const claims = identityClaims();
+    const tokens = await socialLogIn("google", claims);
+    await socialLogIn("apple", identityClaims({ email: claims.email }));
+    await env.DB.prepare("UPDATE sessions SET created_at = ? WHERE id = ?")
+      .bind(Date.now() - RECENT_SIGN_IN_MS - 1_000, sessionIdOf(tokens.token))
+      .run();
+    expect(await textOf(await unlink(tokens.token, "google"))).toEqual({
+      status: 401,
+      type: TEXT,
+      body: AuthMessage.signInAgain,
+    });
+    expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(1);
   });
 
   it("answers 409 for the last way in of an account without a password, and 204 while another provider remains", async () => {
     const claims = identityClaims();
     const tokens = await socialLogIn("google", claims);
     const last = { status: 409, type: TEXT, body: AuthMessage.lastWayIn };
-    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual(
-      last,
-    );
+    expect(await textOf(await unlink(tokens.token, "google"))).toEqual(last);
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(1);
 
     await socialLogIn("apple", identityClaims({ email: claims.email }));
-    expect((await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token))).status).toBe(204);
-    expect(await textOf(await call("DELETE", "/auth/identities/apple", undefined, bearer(tokens.token)))).toEqual(last);
+    expect((await unlink(tokens.token, "google")).status).toBe(204);
+    expect(await textOf(await unlink(tokens.token, "apple"))).toEqual(last);
+  });
+
+  it("counts a passkey as a way in (N5): an account without a password unlinks its last provider while it has a passkey, and then keeps its last passkey", async () => {
+    const claims = identityClaims();
+    const tokens = await socialLogIn("google", claims);
+    const { id } = await registeredPasskey(tokens.token);
+    expect((await unlink(tokens.token, "google")).status).toBe(204);
+    expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE subject = ?", claims.sub)).toBe(0);
+    expect(await textOf(await call("DELETE", `/auth/passkeys/${id}`, {}, bearer(tokens.token)))).toEqual({
+      status: 409,
+      type: TEXT,
+      body: AuthMessage.lastWayIn,
+    });
+    expect(await count("SELECT count(*) AS n FROM passkeys WHERE id = ?", id)).toBe(1);
   });
 
   it("unlinks one of two concurrent unlinks of an account's last two ways in, never both", async () => {
@@ -202,9 +294,7 @@ describe("DELETE /auth/identities/{provider}", () => {
     const tokens = await socialLogIn("google", claims);
     await socialLogIn("apple", identityClaims({ email: claims.email }));
     const answers = await Promise.all(
-      ["google", "apple", "google", "apple"].map((provider) =>
-        call("DELETE", `/auth/identities/${provider}`, undefined, bearer(tokens.token)),
-      ),
+      ["google", "apple", "google", "apple"].map((provider) => unlink(tokens.token, provider)),
     );
     expect(tally(answers)).toEqual({ 204: 1, 404: 1, 409: 2 });
     expect(await count("SELECT count(*) AS n FROM oauth_identities WHERE user_id = ?", await idOf(tokens))).toBe(1);
@@ -212,12 +302,12 @@ describe("DELETE /auth/identities/{provider}", () => {
 
   it("answers 404 for a provider not linked, and 401 without a live session", async () => {
     const tokens = await logIn(await account());
-    expect(await textOf(await call("DELETE", "/auth/identities/google", undefined, bearer(tokens.token)))).toEqual({
+    expect(await textOf(await unlink(tokens.token, "google", { password: PASSWORD }))).toEqual({
       status: 404,
       type: TEXT,
       body: AuthMessage.identityNotLinked,
     });
-    expect((await call("DELETE", "/auth/identities/google")).status).toBe(401);
+    expect((await call("DELETE", "/auth/identities/google", { password: PASSWORD })).status).toBe(401);
   });
 });
 

@@ -44,8 +44,16 @@ describe("GET /auth/passkeys", () => {
         created_at: expect.stringMatching(ISO),
         last_used_at: expect.stringMatching(ISO),
         backed_up: false,
+        counter_regressed_at: null,
       },
-      { id: second.id, name: "Passkey", created_at: expect.stringMatching(ISO), last_used_at: null, backed_up: true },
+      {
+        id: second.id,
+        name: "Passkey",
+        created_at: expect.stringMatching(ISO),
+        last_used_at: null,
+        backed_up: true,
+        counter_regressed_at: null,
+      },
     ]);
   });
 
@@ -75,6 +83,7 @@ describe("PATCH /auth/passkeys/{id}", () => {
       created_at: expect.stringMatching(ISO),
       last_used_at: null,
       backed_up: false,
+      counter_regressed_at: null,
     });
     expect((await storedPasskeys(email))[0]).toMatchObject({ name: "Work laptop" });
   });

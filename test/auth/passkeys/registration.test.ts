@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthMessage } from "../../../src/auth/messages";
-import { bearer, expectEnded, logIn, storedUser } from "../../support/accounts";
+import { bearer, expectEnded, logIn, sessionIdOf, storedUser } from "../../support/accounts";
 import { call, callWithEnv, count, JSON_TYPE, jsonOf, PASSWORD, tally, TEXT, textOf } from "../../support/app";
 import { mailsWithSubject } from "../../support/mail";
 import { b64url, fromB64url, SoftwarePasskey } from "./authenticator";
@@ -185,6 +185,7 @@ describe("POST /auth/passkeys/register/verify", () => {
       created_at: expect.stringMatching(ISO),
       last_used_at: null,
       backed_up: false,
+      counter_regressed_at: null,
     });
     const answer = v.parse(PasskeyAnswer, body);
     expect(await storedPasskeys(email)).toEqual([
@@ -199,6 +200,9 @@ describe("POST /auth/passkeys/register/verify", () => {
         name: "My phone",
         created_at: Date.parse(answer.created_at),
         last_used_at: null,
+        // The session that added it: the undo of an e-mail change removes what the changing session added.
+        added_by_session: sessionIdOf(session.token),
+        counter_regressed_at: null,
       },
     ]);
     const mails = await mailsWithSubject(email, ADDED);

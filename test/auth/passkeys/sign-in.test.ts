@@ -5,6 +5,7 @@ import { AuthMessage } from "../../../src/auth/messages";
 import { bearer, lockLogin, postLogin, loginFailuresRow, sessionIdOf, storedSession } from "../../support/accounts";
 import { call, callWithEnv, captureLogs, JSON_TYPE, jsonOf, tally, TEXT, textOf } from "../../support/app";
 import { SoftwarePasskey } from "./authenticator";
+import { mailsWithSubject } from "../../support/mail";
 import {
   creationOptions,
   expireChallenge,
@@ -189,6 +190,33 @@ describe("POST /auth/passkeys/login/verify", () => {
     }
     expect((await signIn(passkey, { counter: 6 })).status).toBe(200);
     expect((await storedPasskeys(email))[0]).toMatchObject({ counter: 6 });
+  });
+
+  it("marks a passkey whose counter went backwards under a good signature in the list, and mails its owner (I5)", async () => {
+    const { email, session, passkey, id } = await accountWithPasskey();
+    expect((await signIn(passkey, { counter: 5 })).status).toBe(200);
+    const listed = async () =>
+      (await (await call("GET", "/auth/passkeys", undefined, bearer(session.token))).json()) as Array<
+        Record<string, unknown>
+      >;
+    expect(await listed()).toEqual([expect.objectContaining({ id, counter_regressed_at: null })]);
+
+    const before = Date.now();
+    expect(await textOf(await signIn(passkey, { counter: 3 }))).toEqual(INVALID_PASSKEY);
+    const [marked] = await listed();
+    expect(marked).toMatchObject({ id, counter_regressed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(Date.parse(String(marked!.counter_regressed_at))).toBeGreaterThanOrEqual(before);
+    expect(
+      (await mailsWithSubject(email, "A Passkey of Your Account May Have Been Copied")).map((mail) => mail.text),
+    ).toEqual([
+      'Someone tried to sign in with your passkey named "Passkey", and the passkey\'s signature counter went backwards, as a copy of it would make it.\n' +
+        "That sign-in was refused, and the passkey is marked in your list of passkeys.\n" +
+        "If you did not just sign in with it, remove it (your passkeys are listed in your account's security settings) and change your password.",
+    ]);
+    // Refusals for anything else (another origin) mark nothing.
+    const other = await accountWithPasskey();
+    expect(await textOf(await signIn(other.passkey, { origin: "https://evil.test" }))).toEqual(INVALID_PASSKEY);
+    expect((await storedPasskeys(other.email))[0]).toMatchObject({ counter_regressed_at: null });
   });
 
   it("keeps a passkey whose counter stays 0 working, as synced passkeys send it", async () => {

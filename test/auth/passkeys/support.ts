@@ -159,6 +159,8 @@ export interface StoredPasskey {
   name: string;
   created_at: number;
   last_used_at: number | null;
+  added_by_session: string | null;
+  counter_regressed_at: number | null;
 }
 
 /** The account's passkeys as D1 holds them, oldest first. */

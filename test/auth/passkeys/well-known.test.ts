@@ -22,11 +22,13 @@ describe("GET /.well-known/assetlinks.json", () => {
     });
   });
 
-  it("states that each app of ANDROID_APP_FINGERPRINTS may use this domain's sign-in credentials, fingerprints grouped by package", async () => {
+  it("states that each app of ANDROID_APP_FINGERPRINTS may use this domain's sign-in credentials, and nothing more: no handling of its links (I4); fingerprints grouped by package", async () => {
     const setting = `com.example.notes:${FINGERPRINT.toLowerCase()}, com.example.notes:${OTHER_FINGERPRINT},org.example.other:${FINGERPRINT}`;
     const response = await callWithEnv({ ANDROID_APP_FINGERPRINTS: setting }, "GET", "/.well-known/assetlinks.json");
     expect(response.headers.get("cache-control")).toBe("public, max-age=3600");
-    const relation = ["delegate_permission/common.handle_all_urls", "delegate_permission/common.get_login_creds"];
+    // Never handle_all_urls: that would make the app the verified handler of every link of the domain, the reset and
+    // undo links of the mails included. Passkeys need only get_login_creds.
+    const relation = ["delegate_permission/common.get_login_creds"];
     expect(await jsonOf(response)).toEqual({
       status: 200,
       type: JSON_TYPE,
