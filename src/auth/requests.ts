@@ -27,7 +27,7 @@ export function normalizeEmail(email: string): string {
 }
 
 /** A plausible address: the rules register and login apply before anything is stored for an address. */
-function plausibleEmail(email: string): boolean {
+export function plausibleEmail(email: string): boolean {
   return email.length <= MAX_EMAIL_LENGTH && !INVISIBLE.test(email) && PLAUSIBLE_EMAIL.test(email);
 }
 

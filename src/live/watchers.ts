@@ -1,4 +1,4 @@
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, lt, sql, type SQL } from "drizzle-orm";
 import { liveSessionOf } from "../auth/caller";
 import { compile, type Placeholders } from "../db/compiled";
 import type { AccessClaims } from "../lib/access-token";
@@ -43,6 +43,17 @@ const watchedRow = compile((db, p: Placeholders<{ userId: number }>) =>
 
 /** A row while account `userId` may be watched: a statement for a note write's batch (compiled once). */
 export const watching = (db: Database, userId: number) => watchedRow(db.$client, { userId });
+
+/**
+ * The accounts among `accounts` (an SQL subquery of user ids: a shared note's readers) that may be watched, a row
+ * each: a query for the notes area to compile once, with its own placeholders, and run in a write's batch.
+ */
+export function watchedAmong(db: Database, accounts: SQL) {
+  return db
+    .select({ userId: liveWatchers.userId })
+    .from(liveWatchers)
+    .where(sql`${liveWatchers.userId} IN ${accounts}`);
+}
 
 /** The hub found no socket and no ticket pending at `now`: the account is no longer watched, unless a newer ticket says so. */
 export async function forgetWatchers(db: Database, userId: number, now: number): Promise<void> {

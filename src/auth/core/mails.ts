@@ -1,9 +1,11 @@
+import { eq } from "drizzle-orm";
 import type { Config } from "../../config";
 import { maskEmail, type Logger } from "../../lib/log";
 import { DAY } from "../../lib/units";
 import { sendEmail, type Mail } from "../../lib/mail";
-import type { Database } from "../../types";
+import type { AppEnv, Database } from "../../types";
 import { claimMailBudget, type Audience } from "../limits/mail-budget";
+import { users } from "../schema";
 import { EMAIL_CHANGE_REVERT_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
@@ -170,4 +172,34 @@ export function sendPasskeyAddedNotice(mailer: AccountsMailer, to: string, name:
 export function sendPasskeyRemovedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
   const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
   return mailer.send({ to, subject: "A Passkey Was Removed from Your Account", text }, "passkey_removed", "verified");
+}
+
+/**
+ * A note was shared with `to` (docs/sharing.md): from the owner's address, with nothing of the note itself (an
+ * address typed wrong must not receive its title). Whether `to` has an account is not asked: the mail is the
+ * same either way, and it counts as mail to an address nobody has proven, whose budget is half the deployment's.
+ */
+export function sendNoteSharedNotice(mailer: AccountsMailer, to: string, ownerEmail: string): Promise<void> {
+  const text = [
+    `${ownerEmail} shared a note with you.`,
+    "Sign in with this address (or register it and confirm the code we mail you) to find it among the notes shared with you.",
+    "If you do not know the sender, ignore this mail.",
+  ].join("\n");
+  return mailer.send({ to, subject: `${ownerEmail} shared a note with you`, text }, "note_shared", "unverified");
+}
+
+/**
+ * Handed to the notes area at wiring (index.ts, `notesArea({ shareMail })`): the mail of a new share, on the
+ * accounts area's mailer. It counts against the deployment's budgets and against the owner's own: the hourly
+ * allowance of mail to unproven addresses one requester may cause (MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT), kept
+ * per owner account rather than per network address, so that no owner sends more however many networks it uses.
+ */
+export async function mailNoteShared(
+  request: Pick<AppEnv["Variables"], "db" | "config" | "log">,
+  ownerId: number,
+  to: string,
+): Promise<void> {
+  const [owner] = await request.db.select({ email: users.email }).from(users).where(eq(users.id, ownerId));
+  if (!owner) return;
+  await sendNoteSharedNotice(mailerOf(request, `account:${ownerId}`), to, owner.email);
 }
