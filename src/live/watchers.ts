@@ -37,8 +37,11 @@ export function markWatched(db: Database, caller: AccessClaims, now: number) {
     .onConflictDoUpdate({ target: liveWatchers.userId, set: { since: sql`excluded.since` } });
 }
 
+/** The account's id, under its field's name (a compiled statement's rows are keyed by column name). */
+const watchedId = { userId: sql<number>`${liveWatchers.userId}`.as("userId") };
+
 const watchedRow = compile((db, p: Placeholders<{ userId: number }>) =>
-  db.select({ userId: liveWatchers.userId }).from(liveWatchers).where(eq(liveWatchers.userId, p.userId)),
+  db.select(watchedId).from(liveWatchers).where(eq(liveWatchers.userId, p.userId)),
 );
 
 /** A row while account `userId` may be watched: a statement for a note write's batch (compiled once). */
@@ -50,7 +53,7 @@ export const watching = (db: Database, userId: number) => watchedRow(db.$client,
  */
 export function watchedAmong(db: Database, accounts: SQL) {
   return db
-    .select({ userId: liveWatchers.userId })
+    .select(watchedId)
     .from(liveWatchers)
     .where(sql`${liveWatchers.userId} IN ${accounts}`);
 }
