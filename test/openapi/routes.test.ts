@@ -5,6 +5,7 @@ import { AuthMessage } from "../../src/auth/messages";
 import { app, type AppType } from "../../src/index";
 import { LiveMessage } from "../../src/live/messages";
 import { NoteMessage } from "../../src/notes/messages";
+import { SharingMessage } from "../../src/notes/sharing/messages";
 import { BASE, call, PASSWORD, randomEmail } from "../support/app";
 import { mailedCode } from "../support/mail";
 
@@ -81,6 +82,7 @@ describe("GET /openapi.json", () => {
       ...Object.values(AuthMessage),
       ...Object.values(NoteMessage),
       ...Object.values(LiveMessage),
+      ...Object.values(SharingMessage),
     ]) {
       expect(text, message).toContain(JSON.stringify(message).slice(1, -1));
     }
