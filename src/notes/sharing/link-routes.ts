@@ -65,13 +65,15 @@ export const linksApp = new Hono<SharingEnv>()
       const { db, caller } = c.var;
       const now = Date.now();
       const id = randomId();
-      const token = randomToken();
+      const token = randomToken(LINK_TOKEN_BYTES);
       const made = await makeLink(db, caller, now, { id, noteId, tokenHash: await sha256Hex(token) });
       if (made === undefined) return notesUnauthorized(c);
       if (!made) {
         const listed = await listLinks(db, caller, now, noteId);
         if (!listed) return notesUnauthorized(c);
-        return notOwner(c, listed.role, SharingMessage.ownerOnly) ?? c.json({ error: SharingMessage.tooManyLinks }, 409);
+        return (
+          notOwner(c, listed.role, SharingMessage.ownerOnly) ?? c.json({ error: SharingMessage.tooManyLinks }, 409)
+        );
       }
       const url = `${new URL(c.req.url).origin}${SHARED_PATH}/${token}`;
       return c.json({ id, token, url, created_at: new Date(now).toISOString() }, 201);

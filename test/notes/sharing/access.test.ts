@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { AttachmentMessage } from "../../../src/notes/attachments/messages";
-import type { AttachmentJson } from "../../../src/notes/attachments/shapes";
+import { Attachment } from "../../../src/notes/attachments/shapes";
 import { NoteMessage } from "../../../src/notes/messages";
 import { tally } from "../../support/app";
 import { Note } from "../../support/notes";
@@ -98,7 +98,9 @@ describe("GET /notes?shared=true", () => {
     const caller = await person();
     await expectJson(await caller.send("GET", "/notes?shared=true"), 200, []);
     await expectJson(await caller.send("GET", "/notes?shared=false"), 200, []);
-    await expectJson(await caller.send("GET", "/notes?shared=true&q=plan"), 400, { error: NoteMessage.sharedWithSearch });
+    await expectJson(await caller.send("GET", "/notes?shared=true&q=plan"), 400, {
+      error: NoteMessage.sharedWithSearch,
+    });
     await expectJson(await caller.send("GET", "/notes?shared=yes"), 400, { error: "shared must be true or false" });
   });
 });
@@ -133,7 +135,9 @@ describe("a grantee's PATCH and DELETE /notes/{id}", () => {
     const etag = (await owner.send("GET", `/notes/${note.id}`)).headers.get("etag")!;
     const writers: Person[] = Array.from({ length: 20 }, (_, i) => (i % 2 ? owner : grantee));
     const answers = await Promise.all(
-      writers.map((writer, i) => writer.send("PATCH", `/notes/${note.id}`, { content: `by ${i}` }, { "If-Match": etag })),
+      writers.map((writer, i) =>
+        writer.send("PATCH", `/notes/${note.id}`, { content: `by ${i}` }, { "If-Match": etag }),
+      ),
     );
     expect(tally(answers)).toEqual({ 200: 1, 412: 19 });
     const winner = answers.findIndex((answer) => answer.status === 200);
@@ -158,9 +162,13 @@ describe("a grantee's PATCH and DELETE /notes/{id}", () => {
     const { note } = await sharedNote("editor");
     const stranger = await person();
     for (const method of ["GET", "PATCH", "DELETE"])
-      await expectJson(await stranger.send(method, `/notes/${note.id}`, method === "PATCH" ? { content: "x" } : undefined), 404, {
-        error: NoteMessage.notFound,
-      });
+      await expectJson(
+        await stranger.send(method, `/notes/${note.id}`, method === "PATCH" ? { content: "x" } : undefined),
+        404,
+        {
+          error: NoteMessage.notFound,
+        },
+      );
   });
 });
 
@@ -181,7 +189,7 @@ describe("a shared note's attachments", () => {
     const attachment = await uploaded(owner.token, note.id, text("hello"), "hello.txt");
     const listed = await grantee.send("GET", `/notes/${note.id}/attachments`);
     expect(listed.status).toBe(200);
-    expect(((await listed.json()) as AttachmentJson[]).map((one) => one.id)).toEqual([attachment.id]);
+    expect(v.parse(v.array(Attachment), await listed.json()).map((one) => one.id)).toEqual([attachment.id]);
     const download = await grantee.send("GET", `/notes/${note.id}/attachments/${attachment.id}`);
     expect(download.status).toBe(200);
     expect(await download.text()).toBe("hello");
@@ -196,7 +204,7 @@ describe("a shared note's attachments", () => {
   it("lets an editor add and delete them, each moving the note's ETag; its uploads count against the owner's quota", async () => {
     const { owner, grantee, note } = await sharedNote("editor");
     const before = (await owner.send("GET", `/notes/${note.id}`)).headers.get("etag");
-    const added = (await (await uploadAs(grantee, note.id, "from the editor", 201)).json()) as AttachmentJson;
+    const added = v.parse(Attachment, await (await uploadAs(grantee, note.id, "from the editor", 201)).json());
     const between = (await owner.send("GET", `/notes/${note.id}`)).headers.get("etag");
     expect(between).not.toBe(before);
     expect(await rows("attachments", "id = ?", added.id)).toEqual([

@@ -111,7 +111,9 @@ describe("the changes feed of notes shared with a reader", () => {
     await poked(socket, 4);
     const withPhoto = (await owner.send("GET", `/notes/${note.id}`)).headers.get("etag");
     expect(withPhoto).not.toBe(byEditor.headers.get("etag"));
-    expect((await feed(grantee, afterEdits.cursor)).changes).toEqual([{ type: "upsert", note: latest, etag: withPhoto }]);
+    expect((await feed(grantee, afterEdits.cursor)).changes).toEqual([
+      { type: "upsert", note: latest, etag: withPhoto },
+    ]);
 
     expect((await owner.send("DELETE", `/notes/${note.id}/shares/${share.id}`)).status).toBe(204);
     await poked(socket, 5);
@@ -127,7 +129,12 @@ describe("the changes feed of notes shared with a reader", () => {
     const fresh = new Device(grantee);
     await stale.sync();
     const own = await noteOf(grantee, "Mine", "own");
-    const [a, b, c, d] = [await noteOf(owner, "a"), await noteOf(owner, "b"), await noteOf(other, "c"), await noteOf(other, "d")];
+    const [a, b, c, d] = [
+      await noteOf(owner, "a"),
+      await noteOf(owner, "b"),
+      await noteOf(other, "c"),
+      await noteOf(other, "d"),
+    ];
     const shareA = await shared(owner, a.id, grantee.email);
     await shared(owner, b.id, grantee.email, "editor");
     await shared(other, c.id, grantee.email);
@@ -203,7 +210,9 @@ describe("the changes feed of notes shared with a reader", () => {
     const newcomer = randomEmail();
     await shared(owner, first.id, newcomer);
     expect((await quietRegister(newcomer)).status).toBe(201);
-    expect((await call("POST", "/auth/verify-email", { email: newcomer, token: (await storedCode(newcomer))!.code })).status).toBe(200);
+    expect(
+      (await call("POST", "/auth/verify-email", { email: newcomer, token: (await storedCode(newcomer))!.code })).status,
+    ).toBe(200);
     const fromScratch = new Device(await person(newcomer));
     await fromScratch.sync();
     expect([...fromScratch.notes.values()]).toEqual([first]);
@@ -230,9 +239,13 @@ describe("the changes feed of notes shared with a reader", () => {
     const share = await shared(owner, note.id, grantee.email);
     expect((await owner.send("DELETE", `/notes/${note.id}/shares/${share.id}`)).status).toBe(204);
     const after = (await feed(grantee, before)).cursor;
-    await env.DB.prepare("UPDATE shared_changes SET ended_at = ? WHERE reader = ?").bind(Date.now() - 31 * DAY, grantee.userId).run();
+    await env.DB.prepare("UPDATE shared_changes SET ended_at = ? WHERE reader = ?")
+      .bind(Date.now() - 31 * DAY, grantee.userId)
+      .run();
     await fireCron();
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM shared_changes WHERE reader = ?").bind(grantee.userId).first("n")).toBe(0);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM shared_changes WHERE reader = ?").bind(grantee.userId).first("n"),
+    ).toBe(0);
     await expectJson(await grantee.send("GET", `/changes?cursor=${before}`), 410, { error: NoteMessage.cursorExpired });
     expect((await feed(grantee, after)).changes).toEqual([]);
     expect((await feed(grantee)).changes).toEqual([]);

@@ -85,6 +85,8 @@ describe("the cron", () => {
       .bind(Date.now() - SHARE_ADDRESS_WINDOW_MS - MINUTE, owner.userId, old)
       .run();
     await fireCron();
-    expect((await rows("share_mail_addresses", "owner_id = ?", owner.userId)).map((row) => row.email)).toEqual([recent]);
+    expect((await rows("share_mail_addresses", "owner_id = ?", owner.userId)).map((row) => row.email)).toEqual([
+      recent,
+    ]);
   });
 });

@@ -3,27 +3,34 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../src/lib/crypto";
 import { NoteMessage } from "../../../src/notes/messages";
 import { SharingMessage } from "../../../src/notes/sharing/messages";
-import { MAX_LINKS_PER_NOTE } from "../../../src/notes/sharing/policy";
+import { LINK_TOKEN_BYTES, MAX_LINKS_PER_NOTE } from "../../../src/notes/sharing/policy";
+import { NewLink, SharedNote } from "../../../src/notes/sharing/shapes";
 import { call, callWithEnv, tally } from "../../support/app";
 import { deleteAccount, expectJson, linked, Links, noteOf, openLink, person, rows, shared } from "./support";
 
 /** Public links (items 1 to 4 of issue 45): made, listed and revoked by the owner, opened by anyone with the token. */
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+/** base64url without padding: 6 bits a character. */
+const TOKEN_CHARS = Math.ceil((LINK_TOKEN_BYTES * 8) / 6);
 
 describe("POST /notes/{id}/links", () => {
-  it("answers 201 with an id, a token of 256 random bits in 43 URL-safe characters, its URL and the time", async () => {
+  it(`answers 201 with an id, a token of ${LINK_TOKEN_BYTES * 8} random bits in ${TOKEN_CHARS} URL-safe characters, its URL and the time`, async () => {
     const owner = await person();
     const note = await noteOf(owner);
     const response = await owner.send("POST", `/notes/${note.id}/links`);
     expect(response.status).toBe(201);
     expect(response.headers.get("cache-control")).toBe("no-store");
-    const link = (await response.json()) as Record<string, unknown>;
-    expect(Object.keys(link)).toEqual(["id", "token", "url", "created_at"]);
+    const body: unknown = await response.json();
+    expect(Object.keys(v.parse(v.record(v.string(), v.unknown()), body))).toEqual(["id", "token", "url", "created_at"]);
+    const link = v.parse(NewLink, body);
     expect(link.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(link.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(link.url).toBe(`http://api.test/shared/${String(link.token)}`);
+    // The issue's floor: at least 22 URL-safe characters, 128 random bits.
+    expect(LINK_TOKEN_BYTES * 8).toBeGreaterThanOrEqual(128);
+    expect(link.token).toMatch(new RegExp(`^[A-Za-z0-9_-]{${TOKEN_CHARS}}$`));
+    expect(link.url).toBe(`http://api.test/shared/${link.token}`);
     expect(link.created_at).toMatch(ISO);
+    expect((await linked(owner, note.id)).token).not.toBe(link.token);
   });
 
   it("stores only the token's SHA-256", async () => {
@@ -32,7 +39,12 @@ describe("POST /notes/{id}/links", () => {
     const link = await linked(owner, note.id);
     const stored = await rows("note_links", "note_id = ?", note.id);
     expect(stored).toEqual([
-      { id: link.id, note_id: note.id, token_hash: await sha256Hex(link.token), created_at: Date.parse(link.created_at) },
+      {
+        id: link.id,
+        note_id: note.id,
+        token_hash: await sha256Hex(link.token),
+        created_at: Date.parse(link.created_at),
+      },
     ]);
     expect(JSON.stringify(stored)).not.toContain(link.token);
   });
@@ -77,7 +89,11 @@ describe("POST /notes/{id}/links", () => {
     await expectJson(await call("POST", `/notes/${note.id}/links`), 404, needsAccounts);
     await expectJson(await call("GET", `/notes/${note.id}/links`), 404, needsAccounts);
     await expectJson(await call("DELETE", `/notes/${note.id}/links/x`), 404, needsAccounts);
-    await expectJson(await call("POST", `/notes/${note.id}/shares`, { email: "a@example.com", role: "viewer" }), 404, needsAccounts);
+    await expectJson(
+      await call("POST", `/notes/${note.id}/shares`, { email: "a@example.com", role: "viewer" }),
+      404,
+      needsAccounts,
+    );
     await expectJson(await call("GET", `/notes/${note.id}/shares`), 404, needsAccounts);
     await expectJson(await call("PATCH", `/notes/${note.id}/shares/x`, { role: "viewer" }), 404, needsAccounts);
     await expectJson(await call("DELETE", `/notes/${note.id}/shares/x`), 404, needsAccounts);
@@ -101,7 +117,9 @@ describe("GET /notes/{id}/links", () => {
     ]);
     await shared(owner, note.id, grantee.email);
     await expectJson(await grantee.send("GET", `/notes/${note.id}/links`), 403, { error: SharingMessage.ownerOnly });
-    await expectJson(await (await person()).send("GET", `/notes/${note.id}/links`), 404, { error: NoteMessage.notFound });
+    await expectJson(await (await person()).send("GET", `/notes/${note.id}/links`), 404, {
+      error: NoteMessage.notFound,
+    });
   });
 });
 
@@ -146,18 +164,23 @@ describe("GET /shared/{token}", () => {
     expect(first.headers.get("x-robots-tag")).toBe("noindex");
     expect(first.headers.get("referrer-policy")).toBe("no-referrer");
     expect(await first.text()).toBe(
-      JSON.stringify({ title: "Recipe", content: "Flour, water", created_at: note.created_at, updated_at: note.created_at }),
+      JSON.stringify({
+        title: "Recipe",
+        content: "Flour, water",
+        created_at: note.created_at,
+        updated_at: note.created_at,
+      }),
     );
 
     const edited = await owner.send("PATCH", `/notes/${note.id}`, { content: "Flour, water, salt" });
     expect(edited.status).toBe(200);
-    const after = (await (await openLink(link.token)).json()) as { content: string; updated_at: string };
+    const after = v.parse(SharedNote, await (await openLink(link.token)).json());
     expect(after.content).toBe("Flour, water, salt");
     expect(Date.parse(after.updated_at)).toBeGreaterThanOrEqual(Date.parse(note.created_at));
     expect(after.updated_at).toMatch(ISO);
     // What the link shows moves updated_at; the same values again do not.
     expect((await owner.send("PATCH", `/notes/${note.id}`, { content: "Flour, water, salt" })).status).toBe(200);
-    expect(((await (await openLink(link.token)).json()) as { updated_at: string }).updated_at).toBe(after.updated_at);
+    expect(v.parse(SharedNote, await (await openLink(link.token)).json()).updated_at).toBe(after.updated_at);
   });
 
   it("answers 404 with the same headers for an unknown token, a malformed one, and a link whose note is deleted", async () => {

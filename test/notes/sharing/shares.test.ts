@@ -53,16 +53,27 @@ describe("POST /notes/{id}/shares", () => {
     });
     expect(response.status).toBe(201);
     expect(response.headers.get("cache-control")).toBe("no-store");
-    const share = (await response.json()) as Record<string, unknown>;
-    expect(Object.keys(share)).toEqual(["id", "email", "role", "created_at"]);
-    expect(share).toEqual({ id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), email: grantee.email, role: "editor", created_at: expect.stringMatching(ISO) });
+    const body: unknown = await response.json();
+    expect(Object.keys(v.parse(v.record(v.string(), v.unknown()), body))).toEqual([
+      "id",
+      "email",
+      "role",
+      "created_at",
+    ]);
+    const share = v.parse(Share, body);
+    expect(share).toEqual({
+      id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
+      email: grantee.email,
+      role: "editor",
+      created_at: expect.stringMatching(ISO),
+    });
     expect(await rows("note_shares", "note_id = ?", note.id)).toEqual([
       {
         id: share.id,
         note_id: note.id,
         email: grantee.email,
         role: "editor",
-        created_at: Date.parse(String(share.created_at)),
+        created_at: Date.parse(share.created_at),
         grantee_id: grantee.userId,
       },
     ]);
@@ -158,7 +169,9 @@ describe("POST /notes/{id}/shares", () => {
     await expectJson(await owner.send("POST", path, { email: "not an address", role: "viewer" }), 400, {
       error: SharingMessage.invalidEmail,
     });
-    await expectJson(await owner.send("POST", path, { email: randomEmail() }), 400, { error: SharingMessage.roleRequired });
+    await expectJson(await owner.send("POST", path, { email: randomEmail() }), 400, {
+      error: SharingMessage.roleRequired,
+    });
     await expectJson(await owner.send("POST", path, { email: randomEmail(), role: "admin" }), 400, {
       error: SharingMessage.invalidRole,
     });
@@ -174,7 +187,9 @@ describe("POST /notes/{id}/shares", () => {
     const note = await noteOf(owner);
     await shared(owner, note.id, grantee.email, "editor");
     const body = { email: randomEmail(), role: "viewer" };
-    await expectJson(await grantee.send("POST", `/notes/${note.id}/shares`, body), 403, { error: SharingMessage.ownerOnly });
+    await expectJson(await grantee.send("POST", `/notes/${note.id}/shares`, body), 403, {
+      error: SharingMessage.ownerOnly,
+    });
     await expectJson(await (await person()).send("POST", `/notes/${note.id}/shares`, body), 404, {
       error: NoteMessage.notFound,
     });
@@ -186,9 +201,13 @@ describe("POST /notes/{id}/shares", () => {
     const note = await noteOf(owner);
     await seedShares(note.id, MAX_SHARES_PER_NOTE - 1);
     await shared(owner, note.id, randomEmail());
-    await expectJson(await owner.send("POST", `/notes/${note.id}/shares`, { email: randomEmail(), role: "viewer" }), 409, {
-      error: SharingMessage.tooManyShares,
-    });
+    await expectJson(
+      await owner.send("POST", `/notes/${note.id}/shares`, { email: randomEmail(), role: "viewer" }),
+      409,
+      {
+        error: SharingMessage.tooManyShares,
+      },
+    );
   });
 
   it(`makes exactly ${MAX_SHARES_PER_NOTE} shares of a burst of 30 on a note that has 80`, async () => {
@@ -299,7 +318,9 @@ describe("the sharing mail's budgets", () => {
       budget: "unverified_hourly",
       limit: 1,
     });
-    expect(await env.DB.prepare("SELECT count FROM deployment_windows WHERE name = 'mails_hourly'").first("count")).toBe(1);
+    expect(
+      await env.DB.prepare("SELECT count FROM deployment_windows WHERE name = 'mails_hourly'").first("count"),
+    ).toBe(1);
   });
 });
 
@@ -311,7 +332,9 @@ describe("a share to an address nobody has verified", () => {
     await shared(owner, note.id, email, "editor");
     expect((await quietRegister(email)).status).toBe(201);
     expect((await rows("note_shares", "note_id = ?", note.id))[0]!.grantee_id).toBeNull();
-    expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(200);
+    expect((await call("POST", "/auth/verify-email", { email, token: (await storedCode(email))!.code })).status).toBe(
+      200,
+    );
     expect((await rows("note_shares", "note_id = ?", note.id))[0]!.grantee_id).toBe((await person(email)).userId);
     const { token } = await logIn(email);
     const read = await send("GET", `/notes/${note.id}`, { token });
@@ -331,7 +354,9 @@ describe("GET /notes/{id}/shares", () => {
     expect(listed.status).toBe(200);
     expect(v.parse(Shares, await listed.json())).toEqual([pending, own]);
     await expectJson(await grantee.send("GET", `/notes/${note.id}/shares`), 200, [own]);
-    await expectJson(await (await person()).send("GET", `/notes/${note.id}/shares`), 404, { error: NoteMessage.notFound });
+    await expectJson(await (await person()).send("GET", `/notes/${note.id}/shares`), 404, {
+      error: NoteMessage.notFound,
+    });
   });
 });
 
@@ -344,8 +369,12 @@ describe("PATCH /notes/{id}/shares/{shareId}", () => {
     const path = `/notes/${note.id}/shares/${share.id}`;
     await expectJson(await owner.send("PATCH", path, { role: "editor" }), 200, { ...share, role: "editor" });
     expect((await grantee.send("PATCH", `/notes/${note.id}`, { title: "Editing now" })).status).toBe(200);
-    await expectJson(await grantee.send("PATCH", path, { role: "viewer" }), 403, { error: SharingMessage.ownerOnlyRole });
-    await expectJson(await (await person()).send("PATCH", path, { role: "viewer" }), 404, { error: NoteMessage.notFound });
+    await expectJson(await grantee.send("PATCH", path, { role: "viewer" }), 403, {
+      error: SharingMessage.ownerOnlyRole,
+    });
+    await expectJson(await (await person()).send("PATCH", path, { role: "viewer" }), 404, {
+      error: NoteMessage.notFound,
+    });
     await expectJson(await owner.send("PATCH", `/notes/${note.id}/shares/nope`, { role: "viewer" }), 404, {
       error: SharingMessage.shareNotFound,
     });

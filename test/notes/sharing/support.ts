@@ -84,9 +84,11 @@ export async function rows(table: string, where: string, ...params: unknown[]): 
 
 /** Expects an answer's status and exact JSON body. */
 export async function expectJson(response: Response, status: number, body: unknown): Promise<void> {
-  expect({ status: response.status, type: response.headers.get("content-type"), body: await response.json() }).toEqual(
-    { status, type: "application/json", body },
-  );
+  expect({ status: response.status, type: response.headers.get("content-type"), body: await response.json() }).toEqual({
+    status,
+    type: "application/json",
+    body,
+  });
 }
 
 /** Deletes `who`'s account through the API (with its password), expecting 204. */
