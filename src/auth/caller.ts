@@ -60,7 +60,9 @@ export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<
  * only once the address is proven, never an account that merely registered it.
  */
 export function accountVerifying(email: SQL<string> | string): SQL<number | null> {
-  return sql<number | null>`(SELECT ${users.id} FROM ${users} WHERE ${and(eq(users.email, email), eq(users.isVerified, true))})`;
+  return sql<
+    number | null
+  >`(SELECT ${users.id} FROM ${users} WHERE ${and(eq(users.email, email), eq(users.isVerified, true))})`;
 }
 
 /** The condition that `email` (normalized) is the caller's own address. */

@@ -171,6 +171,9 @@ export async function written<Row>(
 }
 
 /** Tells each watched account of a committed write (after the answer, notes/area.ts). */
-export function tell(c: { var: Pick<NotesEnv["Variables"], "watchers"> }, watched: readonly { userId: number }[]): void {
+export function tell(
+  c: { var: Pick<NotesEnv["Variables"], "watchers"> },
+  watched: readonly { userId: number }[],
+): void {
   for (const { userId } of watched) c.var.watchers.changed(userId);
 }

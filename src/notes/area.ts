@@ -8,7 +8,7 @@ import { granteeOf, readersOf } from "./access";
 import { attachmentsApp } from "./attachments/routes";
 import { notesApp } from "./routes";
 import { linksApp } from "./sharing/link-routes";
-import { sharesApp } from "./sharing/share-routes";
+import { sharesApp, type ShareMail } from "./sharing/share-routes";
 
 /**
  * Whoever holds on to an account beyond one request (the live sockets, src/live/), as the notes area sees them:
@@ -22,17 +22,6 @@ export interface NotesWatchers {
   watchedAmong(db: Database, accounts: SQL): Query<{ userId: number }>;
   changed(env: Bindings, log: Logger, userId: number, bookmark: string | null): Promise<void>;
 }
-
-/**
- * The mail of a new share, from the accounts area (index.ts): to `to`, saying that the account `ownerId` shared a
- * note, counted against that owner's and the deployment's mail budgets, on the request's database, settings and
- * log. Never throws.
- */
-export type ShareMail = (
-  request: Pick<AppEnv["Variables"], "db" | "config" | "log">,
-  ownerId: number,
-  to: string,
-) => Promise<void>;
 
 /**
  * What the notes area is handed at wiring time (index.ts): who may be watching an account's notes, and the mail

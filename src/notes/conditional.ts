@@ -101,6 +101,11 @@ export const readListVersion = forCallerOf((db, _p: Placeholders<object>, caller
 );
 
 /** The ETag of a list (or a page of it: `limit` and `after`; of the notes shared with the caller) at `version`. */
-export function listETag(version: number, limit: number | undefined, after: number | undefined, shared = false): string {
+export function listETag(
+  version: number,
+  limit: number | undefined,
+  after: number | undefined,
+  shared = false,
+): string {
   return `"${shared ? "shared" : "list"}-${version}-${limit ?? "all"}-${after ?? "start"}"`;
 }

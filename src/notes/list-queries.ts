@@ -92,9 +92,10 @@ const chunkOf = (scope: Scope) =>
         pageLast: sql<number | null>`page_last`.as("pageLast"),
         pageCount: sql<number>`page_count`.as("pageCount"),
         pageBytes: sql<number | null>`bytes`.as("pageBytes"),
-        beyondPage: sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, caller, scope)})`.as(
-          "beyondPage",
-        ),
+        beyondPage:
+          sql<number>`EXISTS (SELECT 1 FROM ${notes} WHERE ${between(sql`cut.page_last`, p.upTo, caller, scope)})`.as(
+            "beyondPage",
+          ),
         // Read in the same statement as the notes: the list's ETag is never newer than what it lists.
         version: listVersion(caller).as("version"),
       })

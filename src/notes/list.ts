@@ -79,7 +79,11 @@ const answered = (chunk: Chunk) => chunk.last !== null || chunk.pageCount === 0;
 /** One query, for the listing's ask; `check` puts the caller's session check in the same round trip. */
 async function readChunk(listing: Listing, check = false): Promise<Chunk | undefined> {
   const { db, caller, now, ask } = listing;
-  const query = listing.statements.chunkQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget });
+  const query = listing.statements.chunkQuery(db, caller, now, {
+    ...listing.range,
+    rows: ask.rows,
+    budget: ask.budget,
+  });
   try {
     return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
   } catch (err) {

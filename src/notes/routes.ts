@@ -12,6 +12,7 @@ import {
   idParameter,
   ifMatchParameter,
   ifNoneMatchParameter,
+  listAnswers,
   notesErrors,
   notesOperation,
   noteNotFound,
@@ -81,21 +82,7 @@ export const notesApp = new Hono<AppEnv>()
         "With `q`, a search: the notes whose title or content contain every word, those that match in their title first, then the newest first, " +
         `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
       responses: {
-        "200": json(
-          "The notes",
-          { type: "array", items: ref("Note") },
-          {
-            Link: { description: "The next page, when paging", schema: { type: "string" } },
-            ETag: {
-              description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll",
-              schema: { type: "string" },
-            },
-          },
-        ),
-        "304": {
-          description: "Not modified: no note the list covers has changed since its ETag; no body",
-          headers: { ETag: { schema: { type: "string" } } },
-        },
+        ...listAnswers,
         "400": jsonError(
           "Bad paging or search parameters",
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
@@ -212,7 +199,6 @@ export const notesApp = new Hono<AppEnv>()
     }),
     async (c) => {
       const id = parseNoteId(c.req.param("id"));
-      const { db, caller } = c.var;
       const now = Date.now();
       const ifNoneMatch = readETags(c, "If-None-Match");
       const found = await readForCaller(c, id, now);
@@ -307,7 +293,12 @@ export const notesApp = new Hono<AppEnv>()
       const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
       const now = Date.now();
       // Its readers are read before it goes, in the same transaction: the grantees hear of it too.
-      const deleted = await written(c, now, deleteNote(db, id, caller, now, ifMatch), caller && c.var.watchers.readers(id));
+      const deleted = await written(
+        c,
+        now,
+        deleteNote(db, id, caller, now, ifMatch),
+        caller && c.var.watchers.readers(id),
+      );
       if (!deleted) return notesUnauthorized(c);
       if (deleted[0]) return c.body(null, 204);
       return ifMatch || caller

@@ -48,7 +48,10 @@ export function notOwner(c: Context, role: string | null, message: string) {
 export const shareNotFound = (c: Context) => c.json({ error: SharingMessage.shareNotFound }, 404);
 export const linkNotFound = (c: Context) => c.json({ error: SharingMessage.linkNotFound }, 404);
 
-export const linkJson = (row: StoredLink): LinkJson => ({ id: row.id, created_at: new Date(row.created_at).toISOString() });
+export const linkJson = (row: StoredLink): LinkJson => ({
+  id: row.id,
+  created_at: new Date(row.created_at).toISOString(),
+});
 
 export const shareJson = (row: StoredShare): ShareJson => ({
   id: row.id,

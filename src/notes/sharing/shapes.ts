@@ -43,7 +43,9 @@ export const SharedNote = v.object({
 export type SharedNoteJson = v.InferOutput<typeof SharedNote>;
 
 const role = v.pipe(
-  v.picklist(SHARE_ROLES, (issue) => (issue.input === undefined ? SharingMessage.roleRequired : SharingMessage.invalidRole)),
+  v.picklist(SHARE_ROLES, (issue) =>
+    issue.input === undefined ? SharingMessage.roleRequired : SharingMessage.invalidRole,
+  ),
   v.description("`viewer` reads the note and its attachments; `editor` also changes them (never deletes the note)"),
 );
 

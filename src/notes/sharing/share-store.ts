@@ -116,13 +116,16 @@ const refusal = forCallerOnly((db, p: CreateP) =>
     .select({
       role: roleOf(p).as("role"),
       self: sql<number>`${isCallersAddress(p, p.email)}`.as("self"),
-      taken: sql<number>`EXISTS (SELECT 1 FROM ${noteShares} WHERE ${and(eq(noteShares.noteId, notes.id), eq(noteShares.email, p.email))})`.as(
-        "taken",
-      ),
+      taken:
+        sql<number>`EXISTS (SELECT 1 FROM ${noteShares} WHERE ${and(eq(noteShares.noteId, notes.id), eq(noteShares.email, p.email))})`.as(
+          "taken",
+        ),
       shares: sharesOn(p.noteId).as("shares"),
       mailed: sql<number>`${addressMailed(p, p.email)}`.as("mailed"),
       addresses: addressesMailed(p).as("addresses"),
-      oldest: sql<number | null>`(SELECT min(${shareMailAddresses.mailedAt}) FROM ${shareMailAddresses} WHERE ${recentAddresses(p)})`.as(
+      oldest: sql<
+        number | null
+      >`(SELECT min(${shareMailAddresses.mailedAt}) FROM ${shareMailAddresses} WHERE ${recentAddresses(p)})`.as(
         "oldest",
       ),
     })

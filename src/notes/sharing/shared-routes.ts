@@ -71,7 +71,9 @@ export const sharedLinks = new Hono<AppEnv>()
       description:
         "The note as it is now: its title, content, `created_at` and `updated_at` (when its title or content last changed), and nothing else about it or its owner. " +
         "No account needed. An unknown or revoked link, or one whose note or owner was deleted, is a 404. Counted against a per-client limit (SHARED_RATE_LIMITER).",
-      parameters: [{ name: "token", in: "path", required: true, description: "The link's token", schema: { type: "string" } }],
+      parameters: [
+        { name: "token", in: "path", required: true, description: "The link's token", schema: { type: "string" } },
+      ],
       responses: {
         "200": json("The note", sharedNoteSchema, answerHeaders),
         "404": {
