@@ -14,17 +14,25 @@ const projects = [
   // Tests that run inside the Workers runtime (vitest-plugin types).
   {
     files: ["test/**/*.ts"],
-    ignores: ["test/global-setup.ts", "test/smtp/**", "test/oauth/**", "test/e2e/**", "test/scripts/**"],
+    ignores: [
+      "test/global-setup.ts",
+      "test/smtp/**",
+      "test/oauth/**",
+      "test/webhooks/**",
+      "test/e2e/**",
+      "test/scripts/**",
+    ],
     project: "./test/tsconfig.json",
   },
-  // Node side: config files, vitest's global setup, its SMTP servers and sign-in providers, the end-to-end tests, the
-  // dev scripts and their tests.
+  // Node side: config files, vitest's global setup, its SMTP servers, sign-in providers and webhook receiver, the
+  // end-to-end tests, the dev scripts and their tests.
   {
     files: [
       "*.ts",
       "test/global-setup.ts",
       "test/smtp/**/*.ts",
       "test/oauth/**/*.ts",
+      "test/webhooks/**/*.ts",
       "test/e2e/**/*.ts",
       "test/scripts/**/*.ts",
       "scripts/**/*.ts",
@@ -41,19 +49,22 @@ const projects = [
  * below it), and only its own files name them. Areas meet only through declared seams (docs/design.md,
  * "Seams"): the modules of another area an area may import, and the tables another area's schema file may
  * reference for a foreign key. Everything else an area needs of another is handed to it at wiring (index.ts):
- * accounts are handed what an account owns in notes and who hears that sessions ended; notes are handed who
- * hears that notes changed.
+ * accounts are handed what an account owns in notes, who hears that sessions ended and the audit log's writer; notes
+ * are handed who hears that notes changed.
  */
 const AREAS = readdirSync(new URL("./src/", import.meta.url), { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(new URL(`./src/${entry.name}/schema.ts`, import.meta.url)))
   .map((entry) => entry.name);
 /** Per area: the modules of other areas it may import (`notes/*`: every module of notes but its tables). */
 const SEAMS = {
-  auth: [],
+  // The audit log's event types and the writer's type; the writer itself is handed over at wiring.
+  auth: ["audit/events"],
   notes: ["auth/caller"],
   // Live updates are built on the notes area (its Bearer check, its answers) and may use its modules, but not
   // its tables; the sessions they hold are read only through auth/caller.ts.
   live: ["auth/caller", "notes/*"],
+  // The audit log shows each account its own events: it reads the caller through auth/caller.ts.
+  audit: ["auth/caller"],
 };
 /** Per area: the tables of other areas its schema files may reference, for foreign keys. */
 const FOREIGN_KEYS = { notes: { auth: ["users"] }, live: { auth: ["sessions", "users"] } };

@@ -30,6 +30,9 @@ const SECRETS = {
 };
 for (const [name, value] of Object.entries(SECRETS)) process.env[name] ??= value;
 
+/** The admin API's token in the tests (test/support/admin.ts sends it). */
+const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123456789";
+
 /**
  * Loads a dependency whose published source map names sources its package does not ship (oauth4webapi's points at
  * ../src/index.ts) without that map, as the built file it is; Vite would otherwise warn that the map "points to
@@ -67,6 +70,7 @@ export default defineConfig(async () => {
       cloudflareTest(({ inject }) => {
         const smtp = inject("smtp");
         const oauth = inject("oauth");
+        const webhooks = inject("webhooks");
         return {
           wrangler: { configPath: "./wrangler.toml" },
           // Off: at its verbose level the runtime logs every failed outbound fetch as an "uncaught exception" with
@@ -134,6 +138,16 @@ export default defineConfig(async () => {
               OAUTH_GITHUB_API_URL: oauth.github.apiUrl,
               OAUTH_ACME_CLIENT_ID: "acme-client",
               OAUTH_ACME_ISSUER: oauth.google.issuer,
+              // The admin API, open to the tests' token; test/lib/admin.test.ts covers it unset and unusable.
+              ADMIN_TOKEN: ADMIN_TOKEN,
+              // Webhooks to the loopback receiver of test/webhooks/servers.ts, retried after 1, 2, 4… seconds so a
+              // test can watch retries. Only `user.signed_out_by_admin` is subscribed for the suite: the webhook
+              // tests subscribe to more through the app's settings for their own requests (callWithEnv).
+              WEBHOOKS: webhooks,
+              WEBHOOK_URL: webhooks.url,
+              WEBHOOK_SECRET: webhooks.secret,
+              WEBHOOK_EVENTS: "user.signed_out_by_admin",
+              WEBHOOK_RETRY_BASE_SECONDS: "1",
             }),
           },
         };
@@ -148,6 +162,9 @@ export default defineConfig(async () => {
       // starting a runtime and loading the app's ~600 modules into it took longer than most files' tests. Each
       // file still starts from empty storage and a freshly migrated DB (test/apply-migrations.ts).
       isolate: false,
+      // A test's own deadline: the default 5 s is met with room on a quiet machine, but a burst test (300
+      // requests) or a file's first passkey ceremony (its library loads then) can pass it on a busy one.
+      testTimeout: 20_000,
     },
   };
 });

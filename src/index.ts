@@ -3,7 +3,11 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { AuthMessage } from "./auth/messages";
 import { wellKnown } from "./auth/passkeys/well-known";
-import { authArea } from "./auth/area";
+import { adminArea } from "./admin";
+import { authAdmin, authArea } from "./auth/area";
+import { auditTrail } from "./audit/requests";
+import { activityRoutes } from "./audit/routes";
+import { deliverBatch } from "./audit/webhooks/deliver";
 import { readConfig, type Config } from "./config";
 import { BOOKMARK_HEADER, databaseOf, isBookmark, requestSession, trackedClient } from "./db/client";
 import type { RegisteredRoute } from "./openapi/document";
@@ -34,6 +38,9 @@ function configFor(env: Bindings): Config {
   if (!config) configs.set(env, (config = readConfig(env)));
   return config;
 }
+
+/** What the accounts area is handed (docs/design.md, "Seams"), for its own routes and its admin routes alike. */
+const authSeams = { ownedElsewhere: accountNotesDeletion, sessionsEnded };
 
 const app = new Hono<AppEnv>()
   .use(requestId())
@@ -78,7 +85,12 @@ const app = new Hono<AppEnv>()
   // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
   // may be watching an account's notes (the live sockets pull after a write), and the accounts area's mail of a
   // new share (counted against the owner's and the deployment's budgets).
-  .route("/auth", authArea({ ownedElsewhere: accountNotesDeletion, sessionsEnded }))
+  .route("/auth", authArea({ ...authSeams, audit: auditTrail("user") }))
+  // Each account's own audit events, an audit log route answering as the accounts area does (audit/routes.ts).
+  .route("/auth", activityRoutes())
+  // The admin API: the accounts' routes with the same seams (the events they record are the admin's), the audit
+  // log's and the webhooks', behind ADMIN_TOKEN (admin.ts).
+  .route("/admin", adminArea(authAdmin({ ...authSeams, audit: auditTrail("admin") })))
   .route("/notes", notesArea({ watchers: notesWatchers, shareMail: mailNoteShared }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).
@@ -116,6 +128,14 @@ export { LiveHub } from "./live/hub";
 export default {
   fetch: app.fetch,
   async scheduled(_controller, env) {
-    await cleanUp(databaseOf(env.DB), Date.now(), env.ATTACHMENTS);
+    await cleanUp(env, databaseOf(env.DB), configFor(env), Date.now());
+  },
+  // The webhook queue's consumer (wrangler.toml, `[[queues.consumers]]`): delivers the events it is handed.
+  async queue(batch, env) {
+    const log = createLogger({ event_source: "queue", queue: batch.queue });
+    await deliverBatch(
+      { db: databaseOf(env.DB), webhooks: configFor(env).webhooks, queue: env.WEBHOOK_QUEUE, log },
+      batch,
+    );
   },
 } satisfies ExportedHandler<Bindings>;

@@ -1,3 +1,4 @@
+import type { AuditTrail } from "./audit/events";
 import type { Config, OptionalSecrets } from "./config";
 import type { Database } from "./db/client";
 import type { Bound } from "./db/compiled";
@@ -39,5 +40,10 @@ export type AppEnv = {
       grantee: (shareId: string) => Bound<{ userId: number }>;
       changed: (userId: number) => void;
     };
+    /**
+     * Set by the wiring (index.ts) for the accounts area and the admin API: the audit log's writer of this request,
+     * whose statements go into the batch of the change they record (audit/events.ts).
+     */
+    audit: AuditTrail;
   };
 };

@@ -1,6 +1,7 @@
 import type { D1Migration } from "cloudflare:test";
 import type { OAuthFixture } from "./oauth/types";
 import type { SmtpFixture } from "./smtp/types";
+import type { WebhookFixture } from "./webhooks/types";
 
 declare global {
   namespace Cloudflare {
@@ -10,6 +11,9 @@ declare global {
       TEST_VARS: { defaults: Record<string, string>; own: string[] };
       SMTP: SmtpFixture;
       OAUTH: OAuthFixture;
+      WEBHOOKS: WebhookFixture;
+      /** The admin API's token of the suite (vitest.config.ts). */
+      ADMIN_TOKEN: string;
       EMPTY_DB: D1Database;
       LIST_DB: D1Database;
       SEARCH_DB: D1Database;

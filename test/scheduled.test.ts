@@ -1,7 +1,9 @@
 /** The hourly cron (src/scheduled.ts), fired through the runtime as Cloudflare fires it. */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DAY, MINUTE } from "../src/lib/units";
+import worker from "../src/index";
+import { DAY, HOUR, MINUTE } from "../src/lib/units";
+import { eventsOf, eventsOfDeleted } from "./support/audit";
 import {
   account,
   logIn,
@@ -99,6 +101,75 @@ describe("unverified accounts expire", () => {
       type: TEXT,
       body: Contract.userCreated,
     });
+  });
+
+  it("records each deletion as the system's user.deleted, closed with the account, and nothing for the others", async () => {
+    const expired = randomEmail("expired");
+    await quietRegister(expired);
+    const expiredId = (await storedUser(expired))!.id;
+    await setUser(expired, { createdAt: Date.now() - 7 * DAY - MINUTE });
+    const kept = await account();
+    await setUser(kept, { createdAt: Date.now() - 30 * DAY });
+
+    await fireCron();
+    expect(await eventsOfDeleted(expiredId)).toEqual([
+      expect.objectContaining({ type: "user.registered", closed: 1 }),
+      expect.objectContaining({
+        id: expect.stringMatching(/^evt_[0-9a-f]{32}$/),
+        type: "user.deleted",
+        actor: "system",
+        ip: null,
+        user_agent: null,
+        data: { email: expired, reason: "unverified" },
+        closed: 1,
+      }),
+    ]);
+    expect(await eventsOf((await storedUser(kept))!.id, "user.deleted")).toEqual([]);
+  });
+});
+
+describe("the audit log's retention", () => {
+  it("removes events older than AUDIT_RETENTION_DAYS with their webhook deliveries, and keeps the newer ones", async () => {
+    const email = await account();
+    const id = (await storedUser(email))!.id;
+    await logIn(email);
+    const [old, recent] = await eventsOf(id);
+    await env.DB.prepare("UPDATE audit_events SET at = ? WHERE id = ?")
+      .bind(Date.now() - 90 * DAY - MINUTE, old!.id)
+      .run();
+    await env.DB.prepare("UPDATE audit_events SET at = ? WHERE id = ?")
+      .bind(Date.now() - 89 * DAY, recent!.id)
+      .run();
+    await env.DB.prepare(
+      "INSERT INTO webhook_outbox (event_id, state, attempts, window_start, next_attempt_at, failed_at) VALUES (?, 'failed', 9, 0, 0, 0)",
+    )
+      .bind(old!.id)
+      .run();
+    await env.DB.prepare(
+      "INSERT INTO audit_failed_sign_in_windows (user_id, window_start, failures, last_event_id) VALUES (?, ?, 3, 'x')",
+    )
+      .bind(id, Date.now() - 2 * HOUR)
+      .run();
+
+    await fireCron();
+    expect((await eventsOf(id)).map((event) => event.id)).not.toContain(old!.id);
+    expect((await eventsOf(id)).map((event) => event.id)).toContain(recent!.id);
+    expect(await count("SELECT count(*) AS n FROM webhook_outbox WHERE event_id = ?", old!.id)).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM audit_failed_sign_in_windows WHERE user_id = ?", id)).toBe(0);
+  });
+
+  it("keeps them as long as AUDIT_RETENTION_DAYS says", async () => {
+    const email = await account();
+    const id = (await storedUser(email))!.id;
+    const [event] = await eventsOf(id);
+    await env.DB.prepare("UPDATE audit_events SET at = ? WHERE id = ?")
+      .bind(Date.now() - 91 * DAY, event!.id)
+      .run();
+    const controller: ScheduledController = { scheduledTime: Date.now(), cron: "17 * * * *", noRetry() {} };
+    await worker.scheduled(controller, { ...env, AUDIT_RETENTION_DAYS: "365" });
+    expect((await eventsOf(id)).map((kept) => kept.id)).toContain(event!.id);
+    await worker.scheduled(controller, { ...env, AUDIT_RETENTION_DAYS: "30" });
+    expect((await eventsOf(id)).map((kept) => kept.id)).not.toContain(event!.id);
   });
 });
 

@@ -109,9 +109,12 @@ export function jwtSecretOf(c: Context<AppEnv>): string {
   return secret;
 }
 
+/** The body of the accounts area's 401 for a missing, invalid or revoked access token (for routes' descriptions). */
+export const invalidAccessToken = AuthMessage.invalidAccessToken;
+
 /** The accounts area's 401 for a missing, invalid or revoked access token. */
 export function unauthorized(c: Context) {
-  return c.text(AuthMessage.invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });
+  return c.text(invalidAccessToken, 401, { "WWW-Authenticate": "Bearer" });
 }
 
 /** For /auth endpoints that act for a logged-in user: sets `c.var.caller` from a valid access token. */

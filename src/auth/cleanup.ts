@@ -1,4 +1,5 @@
-import { and, eq, lt, lte, ne } from "drizzle-orm";
+import { and, eq, lt, lte, ne, sql } from "drizzle-orm";
+import type { AuditTrail } from "../audit/events";
 import {
   deploymentWindows,
   deviceLoginFailures,
@@ -23,7 +24,8 @@ import { LOGIN_FAILURES_KEPT_MS, UNVERIFIED_ACCOUNT_TTL_MS } from "./policy";
  * has run out and returns a row for each, so the cron can log how many. Expired sessions and codes already
  * refuse their tokens; deleting them keeps the tables small.
  */
-export function authCleanUp(db: Database, now: number) {
+export function authCleanUp(db: Database, now: number, audit: AuditTrail) {
+  const unverified = and(eq(users.isVerified, false), lt(users.createdAt, now - UNVERIFIED_ACCOUNT_TTL_MS));
   return {
     expiredSessions: db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }),
     staleLoginFailures: db
@@ -55,11 +57,13 @@ export function authCleanUp(db: Database, now: number) {
       .delete(resetMailAllowances)
       .where(lt(resetMailAllowances.windowStart, now - HOUR))
       .returning({ email: resetMailAllowances.email }),
+    // Recorded before they go, the system's `user.deleted` each.
+    unverifiedAccountEvents: audit.recordEach(
+      "user.deleted",
+      sql`SELECT ${users.id} AS user_id, json_object('email', ${users.email}, 'reason', 'unverified') AS data FROM ${users} WHERE ${unverified}`,
+    ),
     // Their codes go with them (ON DELETE CASCADE); an unverified account has no sessions or notes.
-    unverifiedAccounts: db
-      .delete(users)
-      .where(and(eq(users.isVerified, false), lt(users.createdAt, now - UNVERIFIED_ACCOUNT_TTL_MS)))
-      .returning({ id: users.id }),
+    unverifiedAccounts: db.delete(users).where(unverified).returning({ id: users.id }),
     // No named window is longer than a day (limits/windows.ts): one older than that counts nothing.
     staleWindows: db
       .delete(deploymentWindows)

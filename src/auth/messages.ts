@@ -1,6 +1,12 @@
 import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS } from "../lib/password";
 import { duration, KiB } from "../lib/units";
-import { AUTH_BODY_LIMIT_BYTES, MAX_APP_STATE_CHARS, MAX_PASSKEYS, RECENT_SIGN_IN_MS } from "./policy";
+import {
+  AUTH_BODY_LIMIT_BYTES,
+  MAX_APP_STATE_CHARS,
+  MAX_PASSKEY_NAME_CHARS,
+  MAX_PASSKEYS,
+  RECENT_SIGN_IN_MS,
+} from "./policy";
 
 /**
  * Every plain-text answer of the accounts area, worded as the contract gives them; /openapi.json lists each with
@@ -84,7 +90,7 @@ export const AuthMessage = {
   passkeysUnavailable: "Passkeys are not set up on this server: its WEBAUTHN_RP_ID setting is missing or unusable.",
   passkeyNameRequired: "Name is required.",
   passkeyNameString: "Name must be a string.",
-  passkeyNameInvalid: "Name must be 1 to 64 characters, without control characters.",
+  passkeyNameInvalid: `Name must be 1 to ${MAX_PASSKEY_NAME_CHARS} characters, without control characters.`,
   passkeyResponseRequired: "response is required: the credential as JSON (what PublicKeyCredential.toJSON() gives).",
   passkeyResponseInvalid:
     'response must be a WebAuthn credential as JSON: id, rawId, type "public-key" and a response object with its base64url fields.',
@@ -125,6 +131,8 @@ export const AuthMessage = {
   passwordRequired: "Password is required.",
   passwordString: "Password must be a string.",
   bodyTooLarge: `Request body is too large (limit ${AUTH_BODY_LIMIT_BYTES / KiB} KiB).`,
+  // The admin API's ban (docs/operations.md, "Admin API").
+  accountSuspended: "This account is suspended.",
   invalidBookmark: "Invalid X-D1-Bookmark header.",
   internalError: "Internal server error.",
 } as const;

@@ -59,3 +59,20 @@ export const turnstileAnswers = {
   "403": text("Turnstile refused the token (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileFailed),
   "503": text("Turnstile could not be reached (only with TURNSTILE_SECRET_KEY)", AuthMessage.turnstileUnavailable),
 };
+
+/** The 403 of a way in to an account an operator suspended (admin API: POST /admin/users/{id}/ban). */
+export const suspendedAnswer = text(
+  "The account is suspended (an operator's ban) until its end or an unban",
+  AuthMessage.accountSuspended,
+);
+
+/** A 403 that is either of two answers of different content types (a JSON refusal, or the suspension's text). */
+export function orSuspended(answer: Record<string, unknown>): Record<string, unknown> {
+  const content = (answer.content ?? {}) as Record<string, unknown>;
+  const suspended = suspendedAnswer.content as Record<string, unknown>;
+  return {
+    ...answer,
+    description: `${String(answer.description)}; or the account is suspended`,
+    content: { ...content, ...suspended },
+  };
+}

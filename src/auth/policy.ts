@@ -78,6 +78,9 @@ export const RECOVERY_CODE_COUNT = 10;
 
 // One-time codes
 
+/** The digits of an e-mailed code (the contract's: 100000 to 999999). */
+export const CODE_DIGITS = 6;
+
 /** Lifetime of a code. */
 export const CODE_TTL_MS = 15 * MINUTE;
 
@@ -139,6 +142,12 @@ export const LOGIN_FAILURES_KEPT_MS = DAY;
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * MINUTE;
 
 /** Passkeys one account may have. */
+/** The most characters (code points) a passkey's name holds, after trimming. */
+export const MAX_PASSKEY_NAME_CHARS = 64;
+
+/** The random bytes of a passkey challenge and of an account's WebAuthn user handle. */
+export const PASSKEY_CHALLENGE_BYTES = 32;
+
 export const MAX_PASSKEYS = 10;
 
 /** Both platforms fetch these again now and then; an hour keeps a change of apps quick to reach them. */

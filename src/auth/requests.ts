@@ -3,7 +3,7 @@ import { MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, normalizePassword, passwordByte
 import { body, requiredString } from "../lib/validation";
 import { TURNSTILE_FIELD } from "./limits/turnstile";
 import { AuthMessage } from "./messages";
-import { MAX_EMAIL_LENGTH, RECENT_SIGN_IN_MS } from "./policy";
+import { CODE_DIGITS, MAX_EMAIL_LENGTH, RECENT_SIGN_IN_MS } from "./policy";
 import { duration } from "../lib/units";
 import { TOTP_DIGITS } from "../lib/totp";
 
@@ -75,7 +75,7 @@ function code(required: string, notString: string) {
   return v.pipe(
     requiredString(required, notString),
     v.transform((token) => token.trim()),
-    v.description("The 6-digit code from the e-mail."),
+    v.description(`The ${CODE_DIGITS}-digit code from the e-mail.`),
   );
 }
 

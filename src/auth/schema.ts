@@ -32,6 +32,12 @@ export const users = sqliteTable("users", {
   // first passkey registration and never changed. Never the numeric id or the address: ids come back after
   // a deletion, and an authenticator keeps the handle for as long as it keeps the passkey.
   webauthnHandle: text("webauthn_handle").unique(),
+  // Suspended by an operator (POST /admin/users/{id}/ban) until this time; BANNED_FOREVER until an unban; null: not
+  // banned. Every way into a session checks it in the statement that opens the session (core/gate.ts).
+  bannedUntil: integer("banned_until"),
+  banReason: text("ban_reason"),
+  // When a session was last opened for the account (core/gate.ts); null: never.
+  lastSignInAt: integer("last_sign_in_at"),
 });
 
 /** What a one-time code proves when it is entered. */

@@ -5,6 +5,7 @@ import {
   DEVICE_TOKEN_TTL_SECONDS,
   MFA_TOKEN_TRIES,
   MFA_TOKEN_TTL_MS,
+  PASSKEY_CHALLENGE_BYTES,
   SESSION_ABSOLUTE_MS,
   SESSION_IDLE_MS,
   USER_AGENT_CHARS,
@@ -141,11 +142,13 @@ const credentialDescriptor = v.object({
 export const CreationOptions = v.object({
   rp: v.object({ id: described(v.string(), "WEBAUTHN_RP_ID"), name: described(v.string(), "WEBAUTHN_RP_NAME") }),
   user: v.object({
-    id: base64urlText("The account's WebAuthn user handle: 32 random bytes, the same for every passkey of the account"),
+    id: base64urlText(
+      `The account's WebAuthn user handle: ${PASSKEY_CHALLENGE_BYTES} random bytes, the same for every passkey of the account`,
+    ),
     name: described(v.string(), "The account's address"),
     displayName: described(v.string(), "The account's address"),
   }),
-  challenge: base64urlText("32 random bytes, single use"),
+  challenge: base64urlText(`${PASSKEY_CHALLENGE_BYTES} random bytes, single use`),
   pubKeyCredParams: described(
     v.array(v.object({ type: v.literal("public-key"), alg: v.number() })),
     "ES256 (-7), EdDSA (-8), RS256 (-257)",
@@ -168,7 +171,7 @@ export type CreationOptionsJson = v.InferOutput<typeof CreationOptions>;
 /** PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3): no allowCredentials, the user picks a passkey. */
 export const RequestOptions = v.object({
   rpId: described(v.string(), "WEBAUTHN_RP_ID"),
-  challenge: base64urlText("32 random bytes, single use"),
+  challenge: base64urlText(`${PASSKEY_CHALLENGE_BYTES} random bytes, single use`),
   timeout: described(v.number(), "Milliseconds: as long as the challenge lives"),
   userVerification: v.literal("required"),
 });

@@ -5,6 +5,7 @@ import { APP_NAME } from "./names";
 import { readOAuth, type OAuthConfig } from "./oauth";
 import { choice, ConfigError, group, intSetting, list, nonEmpty, type Unavailable } from "./parse";
 import { androidApps, appleApps, webauthnSettings, type AndroidApp, type WebAuthnConfig } from "./passkeys";
+import { adminToken, auditRetentionDays, webhooks, type WebhookConfig } from "./operators";
 
 /**
  * Every setting, read and checked in one place (readConfig); the readers of each group of settings are
@@ -12,13 +13,17 @@ import { androidApps, appleApps, webauthnSettings, type AndroidApp, type WebAuth
  */
 
 export { APP_NAME, ConfigError };
-export type { AndroidApp, AttachmentSettings, OAuthConfig, Unavailable, WebAuthnConfig };
+export type { AndroidApp, AttachmentSettings, OAuthConfig, Unavailable, WebAuthnConfig, WebhookConfig };
+export { MIN_ADMIN_TOKEN_CHARS } from "./operators";
 export type { ClientSecret, OAuthProvider } from "./oauth";
 export { DEV_ORIGIN } from "./passkeys";
 export { GITHUB_API_URL, GITHUB_URL, isLoopback, PRESET_ISSUERS } from "./oauth";
 
 /** The mail account: the SMTP conversation's settings, and the sender's display name. */
 export type SmtpConfig = SmtpSettings & { fromName: string };
+
+/** LIVE_SOCKETS_PER_ACCOUNT when unset (wrangler.toml sets the same). */
+export const LIVE_SOCKETS_PER_ACCOUNT_DEFAULT = 20;
 
 export interface Config {
   bcryptCost: number;
@@ -77,6 +82,12 @@ export interface Config {
    * Social sign-in (OAUTH_*): the providers by name, and the app URLs a flow may return to; or why it is unavailable.
    */
   oauth: OAuthConfig | Unavailable;
+  /** ADMIN_TOKEN: the admin API's Bearer token; undefined: every /admin/* route is a 404. */
+  adminToken: string | undefined | Unavailable;
+  /** WEBHOOK_*: where events are POSTed, signed with what, which, and how retried; undefined: no webhooks. */
+  webhooks: WebhookConfig | undefined | Unavailable;
+  /** AUDIT_RETENTION_DAYS: the cron removes older events. */
+  auditRetentionDays: number;
   /** ATTACHMENT_*: the largest file, each account's quota, how long a signed link lives (notes/attachments/). */
   attachments: AttachmentSettings;
 }
@@ -94,6 +105,10 @@ export interface OptionalSecrets {
    * OAUTH_<N>_CLIENT_SECRET, are named after the provider and read by name (oauthProvider).
    */
   OAUTH_APPLE_PRIVATE_KEY?: string;
+  /** The admin API's Bearer token (at least 32 characters); unset, /admin/* answers 404. */
+  ADMIN_TOKEN?: string;
+  /** Signs webhooks (Standard Webhooks): `whsec_` and base64; needed with WEBHOOK_URL. */
+  WEBHOOK_SECRET?: string;
 }
 
 /** A setting that is present but unusable; reported as a 500 with a log line naming it. */
@@ -125,7 +140,13 @@ export function readConfig(env: Env & OptionalSecrets): Config {
       1,
       1_000_000_000,
     ),
-    liveSocketsPerAccount: intSetting("LIVE_SOCKETS_PER_ACCOUNT", env.LIVE_SOCKETS_PER_ACCOUNT, 20, 1, 10_000),
+    liveSocketsPerAccount: intSetting(
+      "LIVE_SOCKETS_PER_ACCOUNT",
+      env.LIVE_SOCKETS_PER_ACCOUNT,
+      LIVE_SOCKETS_PER_ACCOUNT_DEFAULT,
+      1,
+      10_000,
+    ),
     logRequests: choice("LOG_REQUESTS", env.LOG_REQUESTS, ["errors", "all"] as const, "errors"),
     appUrl: appUrl(env.APP_URL),
     turnstile: turnstileOf(env),
@@ -134,6 +155,9 @@ export function readConfig(env: Env & OptionalSecrets): Config {
     androidApps: group(() => androidApps(env.ANDROID_APP_FINGERPRINTS)),
     appleApps: group(() => appleApps(env.APPLE_APP_IDS)),
     oauth: group(() => readOAuth(env)),
+    adminToken: group(() => adminToken(env.ADMIN_TOKEN)),
+    webhooks: group(() => webhooks(env)),
+    auditRetentionDays: auditRetentionDays(env.AUDIT_RETENTION_DAYS),
     attachments: attachmentSettings(env),
     smtp:
       mailEmail && (mailPassword || smtpAuth === "none")

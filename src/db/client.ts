@@ -1,3 +1,4 @@
+import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 
@@ -64,4 +65,13 @@ export function trackedClient(session: D1DatabaseSession): { client: D1Client; a
 export function batchOf(db: Database, statements: BatchItem<"sqlite">[]): Promise<unknown[]> {
   const [first, ...rest] = statements;
   return first ? db.batch([first, ...rest]) : Promise.resolve([]);
+}
+
+/**
+ * An ORDER BY with a page's LIMIT, for drizzle's `.orderBy()`: the `limit` rows of a page and one more (whether a
+ * next page follows), the value written into an expression (a bare bound `LIMIT ?` is compiled again at every bind:
+ * CONTRIBUTING.md, "A statement on a hot path").
+ */
+export function orderedPage(limit: number, ...order: SQL[]): SQL {
+  return sql`${sql.join(order, sql`, `)} LIMIT ${limit} + 1`;
 }

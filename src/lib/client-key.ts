@@ -58,6 +58,17 @@ export function networkKeyOf(address: string | undefined): string | undefined {
   return "v6" in parsed ? prefixKey(parsed.v6, 3) : undefined;
 }
 
+/**
+ * The client's address as a record keeps it (the audit log): an IPv4 address cut to its /24 (`203.0.113.0/24`), an
+ * IPv6 address to its /48 (`2001:db8:1::/48`), an IPv4-mapped one as IPv4; null for no address or another value.
+ */
+export function recordedNetworkOf(address: string | undefined): string | null {
+  const parsed = parseAddress(address);
+  if ("v4" in parsed) return `${parsed.v4.split(".").slice(0, 3).join(".")}.0/24`;
+  if ("v6" in parsed) return prefixKey(parsed.v6, 3);
+  return null;
+}
+
 /** The eight 16-bit groups of an IPv6 address (with `::` and a trailing dotted IPv4 allowed), or undefined. */
 function ipv6Groups(ip: string): number[] | undefined {
   let text = ip.replace(/%.*$/, ""); // a zone index names an interface, not a client

@@ -54,6 +54,17 @@ export function clientRateLimit(
   });
 }
 
+/**
+ * Counts one request against the client's limit (clientRateLimit's bindings) outside that middleware, for requests
+ * counted only when they fail (a wrong admin token): true when the limit refuses it. Never with RATE_LIMITS=off.
+ */
+export async function overClientLimit(c: Context<AppEnv>, limiters: ClientLimiters): Promise<boolean> {
+  if (!c.var.config.clientRateLimits) return false;
+  const by = await refusedBy(limiters, clientKeys(c));
+  if (by) c.var.log.warn("client_rate_limited", { by });
+  return by !== undefined;
+}
+
 /** Refuses bodies over `maxBytes` with a 413 in the area's format, before anything reads them. */
 export function limitBody(maxBytes: number, message: string): MiddlewareHandler<AppEnv> {
   return bodyLimit({ maxSize: maxBytes, onError: (c: Context) => errorResponse(c, 413, message) });

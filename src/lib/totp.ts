@@ -7,7 +7,7 @@
 export const TOTP_DIGITS = 6;
 export const TOTP_STEP_SECONDS = 30;
 /** Steps of clock drift accepted either side of the current one. */
-const TOTP_DRIFT_STEPS = 1;
+export const TOTP_DRIFT_STEPS = 1;
 export const TOTP_SECRET_BYTES = 20;
 
 const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";

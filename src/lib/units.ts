@@ -6,6 +6,8 @@ export const DAY = 24 * HOUR;
 
 /** A kibibyte, for body limits. */
 export const KiB = 1024;
+/** A mebibyte. */
+export const MiB = 1024 * KiB;
 
 /** A whole number of days, hours, minutes or seconds in words, for texts that state a constant: "a minute", "10 minutes". */
 export function duration(ms: number): string {

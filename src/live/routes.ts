@@ -16,6 +16,7 @@ import { hubOf } from "./notify";
 import { CLOSE_SESSION_ENDED, Frame, TICKET_TTL_MS } from "./protocol";
 import { LiveQuery, type LiveTicketJson } from "./requests";
 import { claimTicket, hashOf, issueTicket, newTicket, TICKET_FORMAT } from "./tickets";
+import { LIVE_SOCKETS_PER_ACCOUNT_DEFAULT } from "../config/index";
 
 /**
  * Live updates (docs/live.md): POST /changes/live-ticket and GET /changes/live, mounted at /changes next to
@@ -58,7 +59,7 @@ const ticketOperation = describeRoute({
   description:
     "Browsers cannot send `Authorization` on a WebSocket: trade the access token for a ticket, and open `GET /changes/live?ticket=…` with it. " +
     `A ticket is good once, for ${TICKET_TTL_MS / SECOND} seconds, and only while the session that asked is live. ` +
-    "An account holds at most LIVE_SOCKETS_PER_ACCOUNT (20 by default) open sockets, tickets not yet used included. Only with NOTES_AUTH=required.",
+    `An account holds at most LIVE_SOCKETS_PER_ACCOUNT (${LIVE_SOCKETS_PER_ACCOUNT_DEFAULT} by default) open sockets, tickets not yet used included. Only with NOTES_AUTH=required.`,
   responses: {
     "201": json("The ticket", ref("LiveTicket"), {
       "Cache-Control": { description: "`no-store`", schema: { type: "string" } },

@@ -1,6 +1,6 @@
 import { json, jsonError, ref, throttled, type Json } from "../lib/describe";
 import { NoteMessage } from "./messages";
-import { NOTES_BODY_LIMIT_BYTES } from "./requests";
+import { NOTES_BODY_LIMIT_BYTES } from "./messages";
 
 /** The OpenAPI answers the notes endpoints share, written once for the routes' descriptions. */
 

@@ -8,7 +8,7 @@ import type { AccessClaims } from "../lib/access-token";
 import { sha256Hex } from "../lib/crypto";
 import type { Database } from "../types";
 import { clockOwner, keysOf, type NotesCaller } from "./access";
-import { NoteMessage } from "./messages";
+import { MAX_IDEMPOTENCY_KEY_CHARS, NoteMessage } from "./messages";
 import { newNoteRow } from "./queries";
 import { nextRevision, noteJsonText } from "./sql";
 import { DAY } from "../lib/units";
@@ -24,8 +24,8 @@ export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 /** How long a key is remembered; the hourly cron deletes it after that (notesCleanUp in lifecycle.ts). */
 export const IDEMPOTENCY_KEY_TTL_MS = DAY;
-/** 1 to 255 visible ASCII characters (no space, no control character), taken as they are. */
-const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+/** 1 to MAX_IDEMPOTENCY_KEY_CHARS visible ASCII characters (no space, no control character), taken as they are. */
+const KEY_FORMAT = new RegExp(`^[\\x21-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_CHARS}}$`);
 
 /** The request's key; undefined without the header; a 400 when it is malformed. */
 export function parseIdempotencyKey(header: string | undefined): string | undefined {

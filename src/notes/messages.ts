@@ -1,3 +1,5 @@
+import { MiB } from "../lib/units";
+
 /** Every JSON error message the notes area answers with, written once; /openapi.json lists each with its status. */
 
 /** The most characters (code points) a title holds: here, since its message states it; requests.ts enforces it. */
@@ -8,6 +10,12 @@ export const MAX_TITLE_CHARS = 200;
  */
 export const MAX_SEARCH_CHARS = 200;
 export const MAX_SEARCH_WORDS = 12;
+
+/** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
+export const NOTES_BODY_LIMIT_BYTES = MiB;
+
+/** The most characters an Idempotency-Key holds: here, since its message states it. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 
 export const NoteMessage = {
   // From the spec.
@@ -20,11 +28,11 @@ export const NoteMessage = {
   contentNotString: "content must be a string",
   titleEmpty: "title must not be empty",
   titleTooLong: `title must be at most ${MAX_TITLE_CHARS} characters`,
-  bodyTooLarge: "Request body is too large (limit 1 MiB)",
+  bodyTooLarge: `Request body is too large (limit ${NOTES_BODY_LIMIT_BYTES / MiB} MiB)`,
   invalidBookmark: "Invalid X-D1-Bookmark header",
   clientThrottled: "Too many requests",
   unauthorized: "Unauthorized",
-  invalidIdempotencyKey: "Idempotency-Key must be 1 to 255 visible ASCII characters",
+  invalidIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters`,
   idempotencyKeyReused: "This Idempotency-Key was already used with a different request",
   searchEmpty: "q must not be empty",
   searchTooLong: `q must be at most ${MAX_SEARCH_CHARS} characters`,

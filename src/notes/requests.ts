@@ -1,14 +1,10 @@
 import * as v from "valibot";
 import { badRequest } from "../lib/http";
-import { KiB } from "../lib/units";
 import { body } from "../lib/validation";
 import { MAX_SEARCH_CHARS, MAX_SEARCH_WORDS, MAX_TITLE_CHARS, NoteMessage } from "./messages";
 import { countWords } from "./search";
 
 /** The request and response schemas of the notes area: bodies, the id and paging rules, the note JSON. */
-
-/** Note content is unbounded by the contract; 1 MiB keeps a row well under D1's 2 MB row limit. */
-export const NOTES_BODY_LIMIT_BYTES = 1024 * KiB;
 
 /** A title: `typeMessage` when it is not a string, then the length rules. */
 function title(typeMessage: string) {

@@ -41,17 +41,10 @@ import {
   IDEMPOTENT_REPLAYED_HEADER,
   parseIdempotencyKey,
 } from "./idempotency";
-import { NoteMessage } from "./messages";
+import { MAX_IDEMPOTENCY_KEY_CHARS, NOTES_BODY_LIMIT_BYTES, NoteMessage } from "./messages";
 import { notesUnauthorized, requireNotesAuth } from "./require-auth";
 import { deleteNote, insertNote, readNote, updateNote } from "./queries";
-import {
-  CreateNoteBody,
-  ListQuery,
-  MAX_PAGE_SIZE,
-  NOTES_BODY_LIMIT_BYTES,
-  parseNoteId,
-  UpdateNoteBody,
-} from "./requests";
+import { CreateNoteBody, ListQuery, MAX_PAGE_SIZE, parseNoteId, UpdateNoteBody } from "./requests";
 import { DEFAULT_SEARCH_LIMIT } from "./search";
 import { limitSearches, noteIdFirst } from "./middleware";
 
@@ -125,9 +118,8 @@ export const notesApp = new Hono<AppEnv>()
           name: IDEMPOTENCY_KEY_HEADER,
           in: "header",
           required: false,
-          description:
-            "1 to 255 visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)",
-          schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+          description: `1 to ${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters, e.g. a UUID, new for each note the client means to create; taken as it is (quotes included)`,
+          schema: { type: "string", minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_CHARS, pattern: "^[\\x21-\\x7e]+$" },
         },
       ],
       requestExample: { title: "First", content: "Hello" },

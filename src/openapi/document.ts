@@ -12,6 +12,9 @@ import {
   SignInOptions,
   Tokens,
 } from "../auth/shapes";
+import { AdminUser, AdminUserDetail, AdminUserPage } from "../auth/admin/shapes";
+import { AuditEvent, EventPage } from "../audit/shapes";
+import { FailedWebhook, FailedWebhookPage } from "../audit/webhooks/routes";
 import { BOOKMARK, BOOKMARK_HEADER } from "../db/client";
 import { validatedBy } from "../lib/validation";
 import { LiveTicket } from "../live/requests";
@@ -35,7 +38,7 @@ export interface RegisteredRoute {
 
 /** Every path that uses the database takes the bookmark header. */
 const usesDatabase = (path: string) =>
-  path.startsWith("/auth/") || path.startsWith("/notes") || path.startsWith("/changes");
+  path.startsWith("/auth/") || path.startsWith("/notes") || path.startsWith("/changes") || path.startsWith("/admin/");
 
 function operation(path: string, described: Operation, handlers: unknown[]): Json {
   const { requestExample, parameters = [], ...rest } = described;
@@ -92,6 +95,13 @@ function components(): Json {
       Identity: schemaOf(Identity),
       OAuthRefusal: schemaOf(OAuthRefusal),
       LiveTicket: schemaOf(LiveTicket),
+      AuditEvent: schemaOf(AuditEvent),
+      EventPage: schemaOf(EventPage),
+      AdminUser: schemaOf(AdminUser),
+      AdminUserDetail: schemaOf(AdminUserDetail),
+      AdminUserPage: schemaOf(AdminUserPage),
+      FailedWebhook: schemaOf(FailedWebhook),
+      FailedWebhookPage: schemaOf(FailedWebhookPage),
     },
     parameters: {
       Bookmark: {
@@ -111,6 +121,12 @@ function components(): Json {
         scheme: "bearer",
         bearerFormat: "JWT",
         description: "The access token of a login or refresh; needed by /notes only with NOTES_AUTH=required",
+      },
+      admin: {
+        type: "http",
+        scheme: "bearer",
+        description:
+          "ADMIN_TOKEN (at least 32 characters), for /admin only; no user token is accepted there, and it is accepted nowhere else",
       },
     },
   };
@@ -142,7 +158,17 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): Json {
         "Send request bodies as JSON with `Content-Type: application/json`.",
     },
     servers: [{ url: "/" }],
-    tags: [{ name: "accounts" }, { name: "notes" }, { name: "native apps" }, { name: "docs" }],
+    tags: [
+      { name: "accounts" },
+      { name: "notes" },
+      { name: "native apps" },
+      {
+        name: "admin",
+        description:
+          "For the people who run the service, with ADMIN_TOKEN: accounts (ban, sign-out, delete), the audit log, failed webhooks. Every answer is JSON; without ADMIN_TOKEN every /admin path is a 404.",
+      },
+      { name: "docs" },
+    ],
     components: components(),
     paths,
   };

@@ -4,9 +4,10 @@
  *
  * - Starts the worker (wrangler-dev.ts: a free loopback port, its own temporary D1, no local settings) with
  *   NOTES_AUTH=required and a JWT secret of this run; makes two verified accounts (the codes read from the
- *   worker's D1): an owner with a note, and grace@example.com, the address the README shares with.
+ *   worker's D1): an owner with a note, and the address the README shares with.
  * - Runs the ```sh block of the README's "Sharing" section as written, with bash and curl, the owner's `$H` and
- *   note `$ID` (walk-throughs.ts checks every answer it shows): a public link, and a share the grantee then reads.
+ *   note `$ID` (walk-throughs.ts, as the walk-throughs run): every line exits with 0, the first answers a public
+ *   link, the second a share to the README's address, which the grantee then reads.
  * - Opens the link's URL in headless Chromium (`$CHROMIUM_PATH`, default /usr/bin/chromium) with no token: the
  *   page shows the note's JSON, and the answer says `Cache-Control: no-store`, `X-Robots-Tag: noindex`,
  *   `Referrer-Policy: no-referrer`. After the owner revokes the link, the same URL answers 404 in the browser,
@@ -30,8 +31,12 @@ import {
 } from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
-/** The address the README's share goes to: an account of it reads the note. */
-const GRANTEE = "grace@example.com";
+/** The README's Sharing section: its curl lines, a link and then a share. */
+const README_STEPS = walkThroughBlocks(readFileSync(join(root, "README.md"), "utf8"), /^Sharing$/).flatMap((block) =>
+  stepsOf("README.md", block),
+);
+/** The address the README's share goes to (read from its line): an account of it reads the note. */
+const GRANTEE = /"email":"([^"]+)"/.exec(README_STEPS[1]?.command ?? "")?.[1] ?? "";
 const screenshotPath = join(root, "test/e2e/.artifacts/shared.png");
 
 interface Note {
@@ -46,6 +51,14 @@ interface NewLink {
   url: string;
   created_at: string;
 }
+interface Share {
+  id: string;
+  email: string;
+  role: string;
+  created_at: string;
+}
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 let worker: Worker | undefined;
 let context: BrowserContext | undefined;
@@ -116,6 +129,8 @@ after(async () => {
 });
 
 test("two accounts: an owner with a note, and the address the README shares with", async () => {
+  assert.equal(README_STEPS.length, 2, "the README's Sharing section: a link, then a share");
+  assert.match(GRANTEE, /^[^@\s]+@[^@\s]+$/, "the README's share names an address");
   ownerToken = await signedIn(`owner-${randomBytes(6).toString("hex")}@example.com`);
   granteeToken = await signedIn(GRANTEE);
   const created = await api("POST", "/notes", ownerToken, { title: "Recipe", content: "Flour, water, salt" });
@@ -125,23 +140,27 @@ test("two accounts: an owner with a note, and the address the README shares with
 
 test("the README's Sharing lines run with curl as written: a public link, and a share the grantee reads", async () => {
   assert.ok(note, "needs the note of the first test");
-  const steps = walkThroughBlocks(readFileSync(join(root, "README.md"), "utf8"), /^Sharing$/).flatMap((block) =>
-    stepsOf("README.md", block),
-  );
-  assert.equal(steps.length, 2, "the README's Sharing section: a link, then a share");
   const env = {
     API: worker!.origin,
     J: "Content-Type: application/json",
     H: `Authorization: Bearer ${ownerToken}`,
     ID: String(note.id),
   };
-  const results: Ran[] = await runInBash(mkdtempSync(join(worker!.tmp, "readme-sharing-")), steps, env, 60_000);
-  assert.deepEqual(failuresOf(steps, results), []);
-  link = JSON.parse(results[0]!.output) as NewLink;
-  assert.equal(link.url, `${worker!.origin}/shared/${link.token}`);
+  const dir = mkdtempSync(join(worker!.tmp, "readme-sharing-"));
+  const results: Ran[] = await runInBash(dir, README_STEPS, env, 60_000);
+  assert.deepEqual(failuresOf(README_STEPS, results), []);
 
-  const sharedWithGrantee = await api("GET", "/notes?shared=true", granteeToken);
-  assert.deepEqual(sharedWithGrantee, { status: 200, body: [note] });
+  link = JSON.parse(results[0]!.output) as NewLink;
+  assert.deepEqual(Object.keys(link), ["id", "token", "url", "created_at"]);
+  assert.match(link.token, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(link.url, `${worker!.origin}/shared/${link.token}`);
+  assert.match(link.created_at, ISO);
+  const share = JSON.parse(results[1]!.output) as Share;
+  assert.deepEqual({ ...share, id: "", created_at: "" }, { id: "", email: GRANTEE, role: "editor", created_at: "" });
+  assert.match(share.created_at, ISO);
+
+  assert.deepEqual(await api("GET", "/notes?shared=true", granteeToken), { status: 200, body: [note] });
+  assert.deepEqual(await api("GET", `/notes/${note.id}/shares`, granteeToken), { status: 200, body: [share] });
 });
 
 test("Chromium opens the public link with no token: the note's JSON, no-store, noindex, no-referrer", async () => {

@@ -1,7 +1,10 @@
 import { exports } from "cloudflare:workers";
 import { hc } from "hono/client";
 import { describe, expect, it } from "vitest";
+import { BanMessage } from "../../src/auth/admin/shapes";
 import { AuthMessage } from "../../src/auth/messages";
+import { AuditMessage } from "../../src/audit/shapes";
+import { AdminMessage } from "../../src/lib/admin";
 import { app, type AppType } from "../../src/index";
 import { LiveMessage } from "../../src/live/messages";
 import { NoteMessage } from "../../src/notes/messages";
@@ -113,13 +116,44 @@ describe("GET /openapi.json", () => {
     expect(statuses("/notes/{id}/shares/{shareId}", "delete")).toEqual(["204", "400", "401", "404", "429", "500"]);
   });
 
+  it("documents the admin API under its own tag and security scheme, with every answer it gives", async () => {
+    type Described = { tags: string[]; security: unknown[] };
+    const doc = (await openApi()) as unknown as {
+      tags: Array<{ name: string }>;
+      components: { securitySchemes: Record<string, unknown> };
+      paths: Record<string, Record<string, Described>>;
+    };
+    expect(doc.tags.map((tag) => tag.name)).toContain("admin");
+    expect(doc.components.securitySchemes.admin).toMatchObject({ type: "http", scheme: "bearer" });
+    const admin = Object.entries(doc.paths).filter(([path]) => path.startsWith("/admin/"));
+    expect(admin.map(([path]) => path).sort()).toEqual([
+      "/admin/audit",
+      "/admin/users",
+      "/admin/users/{id}",
+      "/admin/users/{id}/ban",
+      "/admin/users/{id}/sign-out",
+      "/admin/users/{id}/unban",
+      "/admin/webhooks/failed",
+      "/admin/webhooks/failed/{id}/retry",
+    ]);
+    for (const [, item] of admin)
+      for (const operation of Object.values(item)) {
+        expect(operation.tags).toEqual(["admin"]);
+        expect(operation.security).toEqual([{ admin: [] }]);
+      }
+  });
+
   it("names every answer the app can give", async () => {
     const text = JSON.stringify(await openApi());
+    const { methodNotAllowed: _405, ...adminMessages } = AdminMessage;
     for (const message of [
       ...Object.values(AuthMessage),
       ...Object.values(NoteMessage),
       ...Object.values(LiveMessage),
       ...Object.values(SharingMessage),
+      ...Object.values(adminMessages),
+      ...Object.values(BanMessage),
+      ...Object.values(AuditMessage),
     ]) {
       expect(text, message).toContain(JSON.stringify(message).slice(1, -1));
     }

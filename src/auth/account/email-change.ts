@@ -20,7 +20,12 @@ import { newRevertToken, undoLink } from "./email-revert";
 import { addressHeld } from "../core/accounts";
 import { endSessions } from "../core/sessions";
 import { switchEmail } from "./store";
-import { CODE_TTL_MS, EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR, EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR } from "../policy";
+import {
+  CODE_DIGITS,
+  CODE_TTL_MS,
+  EMAIL_CHANGE_CODES_PER_TARGET_PER_HOUR,
+  EMAIL_CHANGE_TRIES_PER_TARGET_PER_HOUR,
+} from "../policy";
 
 /**
  * Changing the address: a code to the new address (change-email), then the switch with it
@@ -85,7 +90,7 @@ export const emailChange = new Hono<AppEnv>()
     describeRoute({
       ...bearer,
       summary: "Ask to change your e-mail address",
-      description: `Needs the password; mails a 6-digit code to the new address (valid ${CODE_TTL_MS / MINUTE} minutes), within the account's mail allowance.`,
+      description: `Needs the password; mails a ${CODE_DIGITS}-digit code to the new address (valid ${CODE_TTL_MS / MINUTE} minutes), within the account's mail allowance.`,
       requestExample: { password: "correct horse battery", new_email: "ada@new.example" },
       responses: {
         "200": text("Code sent", AuthMessage.emailChangeSent),
@@ -168,7 +173,7 @@ export const emailChange = new Hono<AppEnv>()
       const change = { caller, oldEmail: account.email, newEmail, code, revertTokenHash: revert.tokenHash };
       const switched = await endSessions(
         c,
-        (ending) => switchEmail(ending, change, Date.now()),
+        (ending) => switchEmail(ending, c.var.audit, change, Date.now()),
         (ok) => ok && caller.userId,
       );
       if (!switched) {

@@ -93,7 +93,7 @@ export const emailRevert = new Hono<AppEnv>()
       const tokenHash = await sha256Hex(token);
       const { restored, stillLive } = await endSessions(
         c,
-        (ending) => revertEmailChange(ending, tokenHash, Date.now()),
+        (ending) => revertEmailChange(ending, c.var.audit, tokenHash, Date.now()),
         (undone) => undone.restored?.id,
       );
       if (restored) {

@@ -14,7 +14,8 @@ import { callerProfile } from "../core/accounts";
 import { endSessions } from "../core/sessions";
 import { reauthenticate } from "../core/step-up";
 import { emailChange } from "./email-change";
-import { changePassword, deleteAccount, type OwnedElsewhere } from "./store";
+import type { OwnedElsewhere } from "../core/accounts";
+import { changePassword, deleteAccount } from "./store";
 
 /**
  * The signed-in user's own account: read it, change its password or address (email-change.ts, and its
@@ -83,7 +84,7 @@ export const accountRoutes = new Hono<AppEnv>()
       const hash = await hashPassword(newPassword, config.bcryptCost);
       const changed = await endSessions(
         c,
-        (ending) => changePassword(ending, caller, hash, Date.now()),
+        (ending) => changePassword(ending, c.var.audit, caller, hash, Date.now()),
         (ok) => ok && caller.userId,
       );
       if (!changed) return unauthorized(c);
@@ -130,7 +131,7 @@ export function accountDeletion(ownedElsewhere: OwnedElsewhere) {
       if ("refused" in confirmed) return confirmed.refused;
       const deleted = await endSessions(
         c,
-        (ending) => deleteAccount(ending, caller, confirmed.account.email, ownedElsewhere, Date.now()),
+        (ending) => deleteAccount(ending, c.var.audit, caller, confirmed.account.email, ownedElsewhere, Date.now()),
         (ok) => ok && caller.userId,
       );
       if (!deleted) return unauthorized(c);

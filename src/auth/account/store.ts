@@ -1,12 +1,12 @@
 import { and, eq, gt, gte, ne, sql, type SQL } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
-import { emailChangeReverts, loginFailures, oneTimeCodes, passkeys, resetRequests, users } from "../schema";
+import { changedRows, type AuditTrail } from "../../audit/events";
+import { emailChangeReverts, oneTimeCodes, passkeys, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
 import { batchOf } from "../../db/client";
 import type { Database } from "../../types";
 import { liveSession } from "../caller";
-import { passwordWrite, reserved } from "../core/accounts";
+import { accountDeletion, passwordWrite, reserved, type OwnedElsewhere } from "../core/accounts";
 import { codeStillIssued, deleteCode } from "../core/codes";
 import { removeFactorsAddedSince } from "../core/factor";
 import type { SessionEnding } from "../core/sessions";
@@ -15,17 +15,12 @@ import { EMAIL_CHANGE_REVERT_TTL_MS } from "../policy";
 /** The SQL of the caller's own account: its password, its address (change and undo) and its deletion. */
 
 /**
- * What another area keeps for an account (the notes area's notes and their feed), as statements to run
- * in the account's deletion, each only while `guard` holds: handed to the accounts area at wiring time
- * (index.ts), so that this area names no table of another.
- */
-export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => BatchItem<"sqlite">[];
-
-/**
- * Sets the caller's password and ends every other session, while the caller's session is live: false when it was not.
+ * Sets the caller's password and ends every other session, while the caller's session is live, with its event: false
+ * when it was not.
  */
 export async function changePassword(
   ending: SessionEnding,
+  audit: AuditTrail,
   caller: AccessClaims,
   hash: string,
   now: number,
@@ -38,33 +33,30 @@ export async function changePassword(
       .set(passwordWrite(hash, now))
       .where(and(eq(users.id, caller.userId), live))
       .returning({ id: users.id }),
+    ...audit.record({ type: "user.password_changed", userId: caller.userId }, changedRows()),
     ending.others(caller, live),
   ]);
   return changed.length > 0;
 }
 
 /**
- * Deletes the caller's account in one transaction, each statement only while the caller's session is
- * live: what other areas keep for it (first: it may point at the user), the address's login attempts,
- * then the user, whose sessions, codes and factors go with it. False when the session was not live.
+ * Deletes the caller's account and what it owns in one transaction (accountDeletion), each statement only while the
+ * caller's session is live, with its event. False when the session was not live.
  */
 export async function deleteAccount(
   { db }: SessionEnding,
+  audit: AuditTrail,
   caller: AccessClaims,
   email: string,
   ownedElsewhere: OwnedElsewhere,
   now: number,
 ): Promise<boolean> {
   const live = liveSession(caller, now);
-  const elsewhere = ownedElsewhere(db, caller.userId, live);
-  const results = await batchOf(db, [
-    ...elsewhere,
-    db.delete(loginFailures).where(and(eq(loginFailures.email, email), live)),
-    db
-      .delete(users)
-      .where(and(eq(users.id, caller.userId), live))
-      .returning({ id: users.id }),
-  ]);
+  const recordDeleted = audit.record({ type: "user.deleted", userId: caller.userId, data: { email } }, live);
+  const results = await batchOf(
+    db,
+    accountDeletion(db, { id: caller.userId, email }, ownedElsewhere, live, recordDeleted),
+  );
   const deleted = results.at(-1);
   return Array.isArray(deleted) && deleted.length > 0;
 }
@@ -81,11 +73,12 @@ export interface EmailSwitch {
 /**
  * The switch to the new address, in one transaction: the address changes (only while the code is still
  * the one claimed, the session live and the address free: the unique index is never hit), then, only if
- * it did, every other session and every other code of the account ends, and the old address gets its
+ * it did, its event is recorded, every other session and every other code of the account ends, and the old address gets its
  * undo; this code is used up either way. False when nothing switched.
  */
 export async function switchEmail(
   ending: SessionEnding,
+  audit: AuditTrail,
   { caller, oldEmail, newEmail, code, revertTokenHash }: EmailSwitch,
   now: number,
 ): Promise<boolean> {
@@ -99,6 +92,10 @@ export async function switchEmail(
       .set({ email: newEmail, isVerified: true })
       .where(and(eq(users.id, caller.userId), stillIssued, liveSession(caller, now), addressFree))
       .returning({ id: users.id }),
+    ...audit.record(
+      { type: "user.email_changed", userId: caller.userId, data: { old_email: oldEmail, new_email: newEmail } },
+      changedRows(),
+    ),
     ending.others(caller, switched),
     // Codes mailed to the old address (a password reset, say) must not act on the account any more.
     db
@@ -147,7 +144,7 @@ function storeRevert(db: Database, revert: typeof emailChangeReverts.$inferInser
  * owner's. Answers the restored account and the address it was taken from, or whether the token was live (its address
  * is held by another account after all).
  */
-export async function revertEmailChange(ending: SessionEnding, tokenHash: string, now: number) {
+export async function revertEmailChange(ending: SessionEnding, audit: AuditTrail, tokenHash: string, now: number) {
   const { db } = ending;
   const live = and(eq(emailChangeReverts.tokenHash, tokenHash), gt(emailChangeReverts.expiresAt, now));
   const ofToken = (
@@ -173,6 +170,7 @@ export async function revertEmailChange(ending: SessionEnding, tokenHash: string
       .set({ ...passwordWrite(NO_PASSWORD, now), email: sql`${oldEmail}`, isVerified: true })
       .where(and(eq(users.id, userId), addressFree))
       .returning({ id: users.id, email: users.email }),
+    ...audit.record({ type: "user.email_change_reverted", userId, data: { email: oldEmail } }, changedRows()),
     ending.all(userId, reverted),
     // Codes mailed to the address being undone must not act on the account any more.
     db.delete(oneTimeCodes).where(and(eq(oneTimeCodes.userId, userId), reverted)),

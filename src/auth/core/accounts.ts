@@ -1,16 +1,35 @@
 import { and, eq, getTableColumns, gt, ne, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteInsertSelectQueryBuilder } from "drizzle-orm/sqlite-core";
 import type { Database } from "../../types";
 import type { Context } from "hono";
 import type { AccessClaims } from "../../lib/access-token";
 import { callerSession, liveSession, type CallerEnv } from "../caller";
-import { emailChangeReverts, oauthIdentities, sessions, users } from "../schema";
+import { emailChangeReverts, loginFailures, oauthIdentities, sessions, users } from "../schema";
 import { factorFields, factorOf, type Factor } from "./factor";
 
 /**
  * The account rows every flow reads and writes: the account of an address, a new account (registration and a
  * provider's first sign-in alike), the columns every password write sets, and whether an address is taken.
  */
+
+/** A ban without an end (`until: null`) is stored as the last millisecond of year 9999: the API shows that date. */
+export const BANNED_FOREVER = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** The condition that the account (a row of `users` in the statement) is not suspended at `now`. */
+export function notSuspended(now: number): SQL {
+  return sql`(${users.bannedUntil} IS NULL OR ${users.bannedUntil} <= ${now})`;
+}
+
+/** Whether a ban read from the account's row (`banned_until`) holds at `now`. */
+export function isSuspended(bannedUntil: number | null | undefined, now: number): boolean {
+  return bannedUntil !== null && bannedUntil !== undefined && bannedUntil > now;
+}
+
+/** The account's ban as it stands: read in the batch of a sign-in to tell a suspension from the other refusals. */
+export function banOf(db: Database, userId: number) {
+  return db.select({ bannedUntil: users.bannedUntil }).from(users).where(eq(users.id, userId));
+}
 
 /** The account a sign-in by address reads, with its factor: one row or none. */
 export function accountByEmail(db: Database, email: string) {
@@ -172,4 +191,35 @@ export async function callerProfile(db: Database, caller: AccessClaims, now: num
       .orderBy(oauthIdentities.createdAt, oauthIdentities.provider),
   ]);
   return account && { account: toCallerAccount(account), identities };
+}
+
+/**
+ * What another area keeps for an account (the notes area's notes and their feed), as statements to run
+ * in the account's deletion, each only while `guard` holds: handed to the accounts area at wiring time
+ * (index.ts), so that this area names no table of another.
+ */
+export type OwnedElsewhere = (db: Database, userId: number, guard: SQL) => BatchItem<"sqlite">[];
+
+/**
+ * The deletion of account `userId` (its owner's, or an operator's), as statements for one batch, each only while
+ * `guard` holds: `recordDeleted` first (its `user.deleted` event, while the account still exists), what other areas
+ * keep for it (it may point at the user), the address's login attempts, then the user, whose sessions, codes and
+ * factors go with it. The last statement answers the deleted row.
+ */
+export function accountDeletion(
+  db: Database,
+  account: { id: number; email: string | SQL },
+  ownedElsewhere: OwnedElsewhere,
+  guard: SQL,
+  recordDeleted: BatchItem<"sqlite">[],
+): BatchItem<"sqlite">[] {
+  return [
+    ...recordDeleted,
+    ...ownedElsewhere(db, account.id, guard),
+    db.delete(loginFailures).where(and(eq(loginFailures.email, account.email), guard)),
+    db
+      .delete(users)
+      .where(and(eq(users.id, account.id), guard))
+      .returning({ id: users.id }),
+  ];
 }

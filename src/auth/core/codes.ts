@@ -3,7 +3,7 @@ import { oneTimeCodes, users, type CodePurpose } from "../schema";
 import type { Database } from "../../types";
 import { claimMail, mailWait } from "../limits/mail";
 import { claimWindowSql, windowWait } from "../limits/windows";
-import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
+import { CODE_DIGITS, CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
 
 /**
  * One-time codes of every purpose (e-mail verification, and whatever else a mailed code proves): one
@@ -12,13 +12,13 @@ import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS }
  * the request's id (see recovery/).
  */
 
-const MIN_CODE = 100_000;
-const CODE_RANGE = 900_000; // 100000..999999
+const MIN_CODE = 10 ** (CODE_DIGITS - 1);
+const CODE_RANGE = 9 * MIN_CODE; // 100000..999999
 // The largest multiple of CODE_RANGE below 2^32: draws at or above it are redrawn, so every code is
 // equally likely (a plain `% CODE_RANGE` would favour the low codes).
 const UNBIASED_LIMIT = Math.floor(2 ** 32 / CODE_RANGE) * CODE_RANGE;
 
-/** A 6-digit code, uniform over 100000..999999. */
+/** A CODE_DIGITS-digit code, uniform over 100000..999999. */
 export function generateCode(): string {
   const draw = new Uint32Array(1);
   for (;;) {

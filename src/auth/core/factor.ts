@@ -1,4 +1,5 @@
 import { and, eq, gt, lt, ne, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Config } from "../../config";
 import { mfaFactors, mfaRecoveryCodes, users } from "../schema";
 import { open, seal, sealedUnder } from "../../lib/secret-box";
@@ -51,16 +52,25 @@ function ofTotp(userId: number | SQL | typeof users.id): SQL {
  * is still in the state read. A pending factor's first code also makes it active, only while it is
  * still the secret that was enrolled (a new enrolment replaces a pending secret).
  */
-async function claimStep(db: Database, userId: number, factor: Factor, step: number): Promise<boolean> {
+async function claimStep(
+  db: Database,
+  userId: number,
+  factor: Factor,
+  step: number,
+  alongside: BatchItem<"sqlite">[],
+): Promise<boolean> {
   const stillAsRead =
     factor.status === "pending"
       ? and(eq(mfaFactors.status, "pending"), eq(mfaFactors.sealedSecret, factor.sealedSecret))
       : eq(mfaFactors.status, "active");
-  const [claimed] = await db
-    .update(mfaFactors)
-    .set({ status: "active", lastUsedStep: step })
-    .where(and(ofTotp(userId), stillAsRead, lt(mfaFactors.lastUsedStep, step)))
-    .returning({ userId: mfaFactors.userId });
+  const [[claimed]] = await db.batch([
+    db
+      .update(mfaFactors)
+      .set({ status: "active", lastUsedStep: step })
+      .where(and(ofTotp(userId), stillAsRead, lt(mfaFactors.lastUsedStep, step)))
+      .returning({ userId: mfaFactors.userId }),
+    ...alongside,
+  ]);
   return claimed !== undefined;
 }
 
@@ -70,7 +80,8 @@ export type CodeOutcome = "accepted" | "wrong" | "reused";
 /**
  * Accepts a code of the factor: the step it matches (±1 for clock drift) is claimed (claimStep), so a
  * code, and any code of an earlier step, is never accepted twice, not even by concurrent requests. A
- * pending factor becomes active with its first code.
+ * pending factor becomes active with its first code; `alongside` goes into the claim's batch, right after it
+ * (the event of a factor turned on, recorded only if the claim was made).
  */
 export async function acceptCode(
   db: Database,
@@ -79,11 +90,12 @@ export async function acceptCode(
   factor: Factor,
   code: string,
   now: number,
+  alongside: BatchItem<"sqlite">[] = [],
 ): Promise<CodeOutcome> {
   const secret = await open(factor.sealedSecret, config.mfaKeys);
   const step = secret && (await matchingStep(secret, code.trim(), now));
   if (!secret || step === undefined) return "wrong";
-  if (step <= factor.lastUsedStep || !(await claimStep(db, userId, factor, step))) return "reused";
+  if (step <= factor.lastUsedStep || !(await claimStep(db, userId, factor, step, alongside))) return "reused";
   // After a key rotation, each secret is sealed again under the current key the first time it is used.
   const current = config.mfaKeys[0]!;
   if (!(await sealedUnder(factor.sealedSecret, current))) {

@@ -1,14 +1,20 @@
+import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Context } from "hono";
+import type { EventData } from "../../audit/events";
+import { batchOf } from "../../db/client";
+import { describeError } from "../../lib/log";
 import { SECOND } from "../../lib/units";
 import type { AppEnv } from "../../types";
 import { jwtSecretOf } from "../caller";
 import { AuthMessage } from "../messages";
 import { MFA_TOKEN_TTL_MS } from "../policy";
+import { users } from "../schema";
 import type { LoginJson, MfaChallengeJson } from "../shapes";
+import { banOf, isSuspended } from "./accounts";
 import { issueDeviceToken } from "./devices";
 import { newChallenge } from "./pending";
-import { createSession, sessionTokens, shortUserAgent } from "./sessions";
+import { createSession, sessionExists, sessionTokens, shortUserAgent } from "./sessions";
 
 /**
  * The gate every way into a session passes, and its one door, `signIn`. A sign-in method checks what the user
@@ -90,7 +96,33 @@ export async function signIn(c: Context<AppEnv>, proof: SignInProof, alongside: 
   return proof.factorDue ? challenge(c, proof, alongside) : openSession(c, proof, alongside);
 }
 
-/** The challenge of a proof whose second factor is due: its `mfa_token`, stored with what the session will need. */
+/**
+ * Records a failed sign-in of account `userId` (at most FAILED_SIGN_INS_PER_HOUR events an hour, audit/writer.ts),
+ * after the answer: a write the answer waited for would make a wrong password of an account slower than one of an
+ * unknown address, and tell them apart.
+ */
+export function recordFailedSignIn(c: Context<AppEnv>, userId: number, data: EventData): void {
+  const { db, log, audit } = c.var;
+  c.executionCtx.waitUntil(
+    batchOf(db, audit.failedSignIn(userId, data)).then(
+      () => undefined,
+      (err: unknown) => log.warn("audit_write_failed", { type: "user.sign_in_failed", userId, ...describeError(err) }),
+    ),
+  );
+}
+
+/** The refusal of a suspended account (an operator's ban, admin API): 403, and a failed sign-in in its audit trail. */
+function suspended(c: Context<AppEnv>, proof: SignInProof) {
+  const { account, amr } = proof;
+  c.var.log.warn("sign_in_suspended", { userId: account.id });
+  recordFailedSignIn(c, account.id, { reason: "suspended", amr: [...amr] });
+  return c.text(AuthMessage.accountSuspended, 403);
+}
+
+/**
+ * The challenge of a proof whose second factor is due: its `mfa_token`, stored with what the session will need. A
+ * suspended account gets none (what decides is the session's own statement, openSession, which this one leads to).
+ */
 async function challenge(c: Context<AppEnv>, proof: SignInProof, alongside: BatchItem<"sqlite">[]) {
   const { db, log } = c.var;
   const { account, amr, deviceId, detail } = proof;
@@ -101,8 +133,10 @@ async function challenge(c: Context<AppEnv>, proof: SignInProof, alongside: Batc
     deviceId: deviceId ?? null,
     detail: storedDetail(detail),
   };
-  const pending = await newChallenge(db, challenged, Date.now());
-  await db.batch([pending.statement, ...alongside]);
+  const now = Date.now();
+  const pending = await newChallenge(db, challenged, now);
+  const [[ban]] = await db.batch([banOf(db, account.id), pending.statement, ...alongside]);
+  if (isSuspended(ban?.bannedUntil, now)) return suspended(c, proof);
   log.info("mfa_challenge_created", { userId: account.id });
   const answer: MfaChallengeJson = {
     mfa_required: true,
@@ -114,8 +148,9 @@ async function challenge(c: Context<AppEnv>, proof: SignInProof, alongside: Batc
 
 /**
  * Opens the session of a proof with nothing more due: only while the account's sign-in epoch is still the
- * proof's, with `alongside` in the same transaction; answers the tokens and the device's token (renewed for
- * the device it came from, or a new device's). Nothing is stored for the device token (devices.ts).
+ * proof's and the account is not suspended, with `alongside`, the account's last sign-in and the `user.signed_in`
+ * event in the same transaction; answers the tokens and the device's token (renewed for the device it came from,
+ * or a new device's). Nothing is stored for the device token (devices.ts).
  */
 async function openSession(c: Context<AppEnv>, proof: SignInProof, alongside: BatchItem<"sqlite">[]) {
   const { db, log } = c.var;
@@ -134,9 +169,30 @@ async function openSession(c: Context<AppEnv>, proof: SignInProof, alongside: Ba
     },
     now,
   );
-  const [created] = await db.batch([session.query, ...alongside]);
-  // The password was reset or changed, or the account deleted, while the proof was checked.
-  if (created.length === 0) return c.text(AuthMessage.invalidCredentials, 401);
+  const opened = sessionExists(session.id);
+  const signedIn = c.var.audit.record(
+    {
+      type: "user.signed_in",
+      userId: account.id,
+      at: now,
+      data: { amr: [...amr], session_id: session.id, ...(detail?.provider && { provider: detail.provider }) },
+    },
+    opened,
+  );
+  const [created, [ban]] = await db.batch([
+    session.query,
+    banOf(db, account.id),
+    db
+      .update(users)
+      .set({ lastSignInAt: now })
+      .where(and(eq(users.id, account.id), opened)),
+    ...signedIn,
+    ...alongside,
+  ]);
+  if (created.length === 0) {
+    // Suspended by an operator; or the password was reset or changed, or the account deleted, while the proof was checked.
+    return isSuspended(ban?.bannedUntil, now) ? suspended(c, proof) : c.text(AuthMessage.invalidCredentials, 401);
+  }
   log.info("session_created", { userId: account.id, sessionId: session.id });
   const [tokens, deviceToken] = await Promise.all([
     sessionTokens({ userId: account.id, sessionId: session.id }, 0, secret, log),

@@ -1,11 +1,13 @@
 import { and, desc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
 import { sessions, users } from "../schema";
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken, type AccessClaims } from "../../lib/access-token";
+import type { AuditTrail } from "../../audit/events";
 import type { Logger } from "../../lib/log";
 import { randomId } from "../../lib/crypto";
 import { refreshTokenFor, type RefreshClaims } from "../../lib/refresh-token";
 import type { AppEnv, Database } from "../../types";
 import { callerSession, liveSession, sessionCheck, type CallerRef } from "../caller";
+import { notSuspended } from "./accounts";
 import type { TokensJson } from "../shapes";
 import { REFRESH_GRACE_MS, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, USER_AGENT_CHARS } from "../policy";
 
@@ -34,7 +36,8 @@ export interface NewSession {
 /**
  * A new session, whose id is the access token's `sid`: created only while the account's sign-in epoch is
  * still the one the proof read, so a sign-in racing a password reset or change, or the deletion of the
- * account, starts no session (and hits no foreign key). Returns nothing then.
+ * account, starts no session (and hits no foreign key), and only while the account is not suspended, read in
+ * this same statement, so a ban committed before it leaves no session behind. Returns nothing then.
  */
 export function createSession(db: Database, session: NewSession, now: number) {
   const id = randomId();
@@ -57,10 +60,15 @@ export function createSession(db: Database, session: NewSession, now: number) {
           detail: sql<string | null>`${session.detail}`.as("detail"),
         })
         .from(users)
-        .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch))),
+        .where(and(eq(users.id, session.userId), eq(users.signInEpoch, session.signInEpoch), notSuspended(now))),
     )
     .returning({ id: sessions.id });
   return { id, query };
+}
+
+/** The condition that session `id` exists (a statement after its INSERT: it was opened). */
+export function sessionExists(id: string): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${sessions.id} = ${id})`;
 }
 
 /**
@@ -75,11 +83,13 @@ export function createSession(db: Database, session: NewSession, now: number) {
  */
 export async function rotateSession(
   { db }: SessionEnding,
+  audit: AuditTrail,
   { sessionId, generation }: RefreshClaims,
   now: number,
 ): Promise<{ rotated?: { userId: number; generation: number }; revoked?: { userId: number } }> {
   const current = eq(sessions.generation, generation);
   const justReplaced = and(eq(sessions.generation, generation + 1), gt(sessions.rotatedAt, now - REFRESH_GRACE_MS));
+  const reused = and(eq(sessions.id, sessionId), gt(sessions.generation, generation), sql`NOT (${justReplaced})`);
   const [[rotated], [revoked]] = await db.batch([
     db
       .update(sessions)
@@ -91,10 +101,18 @@ export async function rotateSession(
       })
       .where(and(eq(sessions.id, sessionId), gt(sessions.expiresAt, now), sql`(${current} OR ${justReplaced})`))
       .returning({ userId: sessions.userId, generation: sessions.generation }),
-    db
-      .delete(sessions)
-      .where(and(eq(sessions.id, sessionId), gt(sessions.generation, generation), sql`NOT (${justReplaced})`))
-      .returning({ userId: sessions.userId }),
+    // The revocation is read, and recorded, under the very condition of its DELETE, just before it.
+    db.select({ userId: sessions.userId }).from(sessions).where(reused),
+    ...audit.record(
+      {
+        type: "session.revoked",
+        userId: sql`(SELECT ${sessions.userId} FROM ${sessions} WHERE ${reused})`,
+        actor: "system",
+        data: { session_ids: [sessionId], reason: "refresh_token_reused" },
+      },
+      sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${reused})`,
+    ),
+    db.delete(sessions).where(reused),
   ]);
   return { rotated, revoked };
 }
@@ -124,24 +142,49 @@ export async function endSession({ db }: SessionEnding, caller: AccessClaims, no
  */
 export async function endSessionById(
   { db }: SessionEnding,
+  audit: AuditTrail,
   caller: AccessClaims,
   id: string,
   now: number,
 ): Promise<{ live: boolean; ended: boolean }> {
-  const [[live], ended] = await db.batch([
+  const ends = and(eq(sessions.id, id), eq(sessions.userId, caller.userId), liveSession(caller, now));
+  // Read, and recorded, under the very condition of the DELETE, just before it.
+  const [[live], [ended]] = await db.batch([
     sessionCheck(db, caller, now),
-    db
-      .delete(sessions)
-      .where(and(eq(sessions.id, id), eq(sessions.userId, caller.userId), liveSession(caller, now)))
-      .returning({ id: sessions.id }),
+    db.select({ id: sessions.id }).from(sessions).where(ends),
+    ...audit.record(
+      { type: "session.revoked", userId: caller.userId, data: { session_ids: [id], reason: "signed_out" } },
+      sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${ends})`,
+    ),
+    db.delete(sessions).where(ends),
   ]);
-  return { live: live !== undefined, ended: ended.length > 0 };
+  return { live: live !== undefined, ended: ended !== undefined };
 }
 
-/** Ends every other session of the caller, while the caller's is live: false when it was not. */
-export async function endOtherSessionsNow(ending: SessionEnding, caller: AccessClaims, now: number): Promise<boolean> {
+/** Ends every other session of the caller, while the caller's is live, with their event: false when it was not. */
+export async function endOtherSessionsNow(
+  ending: SessionEnding,
+  audit: AuditTrail,
+  caller: AccessClaims,
+  now: number,
+): Promise<boolean> {
   const { db } = ending;
-  const [[live]] = await db.batch([sessionCheck(db, caller, now), ending.others(caller, liveSession(caller, now))]);
+  const others = and(eq(sessions.userId, caller.userId), ne(sessions.id, caller.sessionId), liveSession(caller, now));
+  const [[live]] = await db.batch([
+    sessionCheck(db, caller, now),
+    ...audit.record(
+      {
+        type: "session.revoked",
+        userId: caller.userId,
+        data: {
+          session_ids: sql`json((SELECT json_group_array(${sessions.id}) FROM ${sessions} WHERE ${others}))`,
+          reason: "signed_out",
+        },
+      },
+      sql`EXISTS (SELECT 1 FROM ${sessions} WHERE ${others})`,
+    ),
+    ending.others(caller, liveSession(caller, now)),
+  ]);
   return live !== undefined;
 }
 

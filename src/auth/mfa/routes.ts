@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { changedRows } from "../../audit/events";
 import { APP_NAME } from "../../config";
 import { badJson, describeRoute, json, text } from "../../lib/describe";
 import { seal } from "../../lib/secret-box";
@@ -131,7 +132,11 @@ export const mfaRoutes = new Hono<AppEnv>()
       const { account } = confirmed;
       if (account.factor?.status !== "pending") return c.text(AuthMessage.noPendingFactor, 400);
       // The pending factor becomes active with the confirming code's step claimed (never usable again).
-      const outcome = await acceptCode(db, config, account.id, account.factor, code, Date.now());
+      const enabled = c.var.audit.record(
+        { type: "mfa.enabled", userId: account.id, data: { kind: "totp" } },
+        changedRows(),
+      );
+      const outcome = await acceptCode(db, config, account.id, account.factor, code, Date.now(), enabled);
       if (outcome !== "accepted")
         return c.text(outcome === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
       const codes = newRecoveryCodes();
@@ -222,10 +227,15 @@ export const mfaRoutes = new Hono<AppEnv>()
       });
       if ("refused" in check) return check.refused;
       if (!isActive(check.account.factor)) return c.text(AuthMessage.mfaNotActive, 400);
+      const [factors, recoveryCodes] = removeFactors(db, caller.userId);
+      const disabled = c.var.audit.record(
+        { type: "mfa.disabled", userId: caller.userId, data: { kind: "totp" } },
+        changedRows(),
+      );
       await endSessions(
         c,
         (ending) =>
-          db.batch([...removeFactors(db, caller.userId), dropChallenges(db, caller.userId), ending.others(caller)]),
+          db.batch([factors, ...disabled, recoveryCodes, dropChallenges(db, caller.userId), ending.others(caller)]),
         () => caller.userId,
       );
       log.info("mfa_disabled", { userId: caller.userId });

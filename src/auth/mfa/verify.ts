@@ -7,16 +7,17 @@ import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { loginCounter } from "../limits/login";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag } from "../openapi";
+import { accountErrors, accountsTag, suspendedAnswer } from "../openapi";
 import { MfaVerifyBody } from "../requests";
-import { parseAmr, readDetail, signIn } from "../core/gate";
+import { parseAmr, readDetail, recordFailedSignIn, signIn } from "../core/gate";
 import { claimChallengeTry, useChallenge } from "../core/pending";
 import { checkSecondFactor } from "../core/factor-check";
 import { accountFactor, isActive } from "../core/factor";
 import { LOGIN_FAILURES_BEFORE_LOCK, MFA_TOKEN_TRIES, MFA_TOKEN_TTL_MS, WRONG_CODES_PER_HOUR } from "../policy";
+import { TOTP_DIGITS, TOTP_STEP_SECONDS } from "../../lib/totp";
 
 /** The rules of a TOTP code, as every route that takes one states them. */
-export const CODE_RULES = `6 digits, 30-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
+export const CODE_RULES = `${TOTP_DIGITS} digits, ${TOTP_STEP_SECONDS}-second steps, SHA-1; a code of the step before or after the current one is accepted (clock drift), and no step is accepted twice`;
 
 /**
  * The second step of a sign-in: the challenge's try is claimed, then a try of the address's (or device's)
@@ -39,6 +40,7 @@ async function secondStep(c: Context<AppEnv>, token: string, typed: { code: stri
   if ("capped" in check) return tooManyRequests(c, check.capped, AuthMessage.mfaCodesCapped);
   if ("refused" in check) {
     log.warn("mfa_verify_failed", { userId: challenged.userId });
+    recordFailedSignIn(c, challenged.userId, { reason: "second_factor" });
     return c.text(check.refused === "reused" ? AuthMessage.mfaCodeReused : AuthMessage.invalidMfaCode, 401);
   }
   // The token's first success uses it up; a concurrent one that also passed its check gets nothing.
@@ -67,6 +69,7 @@ export const mfaVerify = new Hono<AppEnv>().post(
     responses: {
       "200": json("Logged in", ref("Login")),
       "400": text("Missing or malformed fields", AuthMessage.mfaVerifyFields, AuthMessage.mfaVerifyStrings, ...badJson),
+      "403": suspendedAnswer,
       "401": text(
         "Wrong code, a code already used, or an unknown, used, expired or exhausted mfa_token",
         AuthMessage.invalidMfaCode,

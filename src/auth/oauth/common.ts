@@ -4,7 +4,7 @@ import type { OAuthConfig, OAuthProvider } from "../../config";
 import { json, ref, text } from "../../lib/describe";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag } from "../openapi";
+import { accountErrors, accountsTag, suspendedAnswer } from "../openapi";
 import type { SignInProof } from "../core/gate";
 import type { OAuthRefusalJson } from "../shapes";
 import type { SignInProvider } from "./provider";
@@ -89,6 +89,7 @@ export const signInAnswers = {
       oneOf: [ref("Login"), ref("MfaChallenge")],
     },
   ),
+  "403": suspendedAnswer,
   ...accountErrors,
 };
 

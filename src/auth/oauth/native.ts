@@ -3,6 +3,7 @@ import { badJson, describeRoute, json, ref, text } from "../../lib/describe";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
+import { orSuspended } from "../openapi";
 import { IdTokenBody } from "./requests";
 import { signIn } from "../core/gate";
 import {
@@ -51,10 +52,12 @@ export const nativeFlow = new Hono<AppEnv>().post(
         AuthMessage.invalidIdToken,
         AuthMessage.nonceMismatch,
       ),
-      "403": refusalDoc(
-        "The provider does not vouch for the address: no account was made or linked",
-        "email_not_verified",
-        AuthMessage.emailNotVouched,
+      "403": orSuspended(
+        refusalDoc(
+          "The provider does not vouch for the address: no account was made or linked",
+          "email_not_verified",
+          AuthMessage.emailNotVouched,
+        ),
       ),
       "404": text(
         "Not one of OAUTH_PROVIDERS, or a provider without id_tokens (GitHub)",

@@ -45,20 +45,20 @@ export async function resolveAccount(
   if (!email || !identity.vouched) return { refused: "email_not_verified" };
   const link = { provider: provider.name, issuer, subject, email, createdAt: now };
   const { holder, reserved } = await addressHolder(db, email, provider.name, now);
-  if (!holder && !reserved && (await createPasswordless(db, email, link, now))) {
+  if (!holder && !reserved && (await createPasswordless(db, c.var.audit, email, link, now))) {
     log.info("oauth_account_created", { provider: provider.name });
   } else if (
     holder &&
     !holder.isVerified &&
     (await endSessions(
       c,
-      (ending) => takeOver(ending, holder.id, link),
+      (ending) => takeOver(ending, c.var.audit, holder.id, link),
       (taken) => taken && holder.id,
     ))
   ) {
     log.warn("oauth_account_taken_over", { provider: provider.name, userId: holder.id });
   } else if (holder?.isVerified && !holder.linked) {
-    await linkIdentity(db, holder.id, link);
+    await linkIdentity(db, c.var.audit, holder.id, link);
     log.info("oauth_identity_linked", { provider: provider.name, userId: holder.id });
   }
   // Linked by one of the writes above or by a concurrent sign-in; not linked when the address is reserved

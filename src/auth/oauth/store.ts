@@ -2,6 +2,7 @@ import { and, eq, ne, sql, type SQL } from "drizzle-orm";
 import { oauthIdentities, oauthLoginCodes, oauthStates, oneTimeCodes, resetRequests, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { NO_PASSWORD } from "../../lib/password";
+import { changedRows, newEventId, type AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
 import { newAccount, passwordWrite, reserved } from "../core/accounts";
@@ -125,22 +126,47 @@ function linkStatement(db: Database, ofUser: SQL | undefined, identity: NewIdent
     .onConflictDoNothing();
 }
 
-export async function linkIdentity(db: Database, userId: number, identity: NewIdentity) {
-  await linkStatement(db, eq(users.id, userId), identity);
+/** The `identity.linked` event of the link statement just before it in the batch, if it linked. */
+function linked(audit: AuditTrail, userId: number | SQL, identity: NewIdentity) {
+  return audit.record({ type: "identity.linked", userId, data: { provider: identity.provider } }, changedRows());
+}
+
+export async function linkIdentity(db: Database, audit: AuditTrail, userId: number, identity: NewIdentity) {
+  await db.batch([linkStatement(db, eq(users.id, userId), identity), ...linked(audit, userId, identity)]);
 }
 
 /**
  * A new verified account without a password for the identity's address, and the identity linked to the
- * account this INSERT created (never to one it found), in one transaction; nothing when the address is
- * taken (a concurrent sign-in or registration won: the caller reads the identity again) or reserved.
+ * account this INSERT created (never to one it found), with their events, in one transaction; nothing when the
+ * address is taken (a concurrent sign-in or registration won: the caller reads the identity again) or reserved.
  */
-export async function createPasswordless(db: Database, email: string, identity: NewIdentity, now: number) {
+export async function createPasswordless(
+  db: Database,
+  audit: AuditTrail,
+  email: string,
+  identity: NewIdentity,
+  now: number,
+) {
   const created = newAccount(db, { email, password: NO_PASSWORD, isVerified: true, mailClaimedAt: 0 }, now);
-  // In the same transaction, right after the INSERT: changes() and last_insert_rowid() are the INSERT's, so
-  // the identity goes to the account it created and to none it found; concurrent sign-ins of the same
-  // identity that lose the INSERT find the identity linked once this transaction is done.
-  const justCreated = and(eq(users.email, email), sql`changes() = 1`, sql`${users.id} = last_insert_rowid()`);
-  const [[account]] = await db.batch([created, linkStatement(db, justCreated, identity)]);
+  // Right after the INSERT: changes() and last_insert_rowid() are the INSERT's, so the account's event is recorded
+  // only if it made the account, and the identity goes to the account whose event was recorded, never to one it
+  // found; concurrent sign-ins of the same identity that lose the INSERT find the identity linked once this
+  // transaction is done.
+  const registered = newEventId();
+  const [[account]] = await db.batch([
+    created,
+    ...audit.record(
+      {
+        id: registered,
+        type: "user.registered",
+        userId: sql`last_insert_rowid()`,
+        data: { email, method: "provider", provider: identity.provider },
+      },
+      changedRows(),
+    ),
+    linkStatement(db, and(eq(users.email, email), audit.recorded(registered)), identity),
+    ...linked(audit, sql`(SELECT ${users.id} FROM ${users} WHERE ${users.email} = ${email})`, identity),
+  ]);
   return account !== undefined;
 }
 
@@ -150,7 +176,13 @@ export async function createPasswordless(db: Database, email: string, identity: 
  * and reset requests end, then the password goes (NO_PASSWORD), the address counts as verified and the
  * sign-in epoch moves on (a sign-in of the squatter's in flight opens nothing), and the identity is linked.
  */
-export async function takeOver(ending: SessionEnding, userId: number, identity: NewIdentity, now = Date.now()) {
+export async function takeOver(
+  ending: SessionEnding,
+  audit: AuditTrail,
+  userId: number,
+  identity: NewIdentity,
+  now = Date.now(),
+) {
   const { db } = ending;
   const unverified = sql`EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${userId} AND ${users.isVerified} = 0)`;
   const [, , , [taken]] = await db.batch([
@@ -163,6 +195,7 @@ export async function takeOver(ending: SessionEnding, userId: number, identity: 
       .where(and(eq(users.id, userId), eq(users.isVerified, false)))
       .returning({ id: users.id }),
     linkStatement(db, eq(users.id, userId), identity),
+    ...linked(audit, userId, identity),
   ]);
   return taken !== undefined;
 }
@@ -181,17 +214,27 @@ export function otherWayIn(userId: number, provider: string): SQL {
  * Unlinks the caller's identity of `provider` in one transaction, only while the caller's session is live
  * and the account keeps another way in: "dead" session, "absent" identity, "last" way in, or "unlinked".
  */
-export async function unlinkIdentity(db: Database, caller: AccessClaims, provider: string, now: number) {
+export async function unlinkIdentity(
+  db: Database,
+  audit: AuditTrail,
+  caller: AccessClaims,
+  provider: string,
+  now: number,
+) {
   const ofProvider = and(eq(oauthIdentities.userId, caller.userId), eq(oauthIdentities.provider, provider));
-  const [[live], [linked], unlinked] = await db.batch([
+  const unlinking = and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, provider));
+  // What is unlinked is read, and recorded, before the DELETE, under its very condition: one transaction.
+  const [[live], [found], [unlinked]] = await db.batch([
     sessionCheck(db, caller, now),
     db.select({ provider: oauthIdentities.provider }).from(oauthIdentities).where(ofProvider),
-    db
-      .delete(oauthIdentities)
-      .where(and(ofProvider, liveSession(caller, now), otherWayIn(caller.userId, provider)))
-      .returning({ provider: oauthIdentities.provider }),
+    db.select({ provider: oauthIdentities.provider }).from(oauthIdentities).where(unlinking),
+    ...audit.record(
+      { type: "identity.unlinked", userId: caller.userId, data: { provider } },
+      sql`EXISTS (SELECT 1 FROM ${oauthIdentities} WHERE ${unlinking})`,
+    ),
+    db.delete(oauthIdentities).where(unlinking),
   ]);
   if (!live) return "dead";
-  if (!linked) return "absent";
-  return unlinked.length > 0 ? "unlinked" : "last";
+  if (!found) return "absent";
+  return unlinked ? "unlinked" : "last";
 }

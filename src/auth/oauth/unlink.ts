@@ -31,7 +31,7 @@ export const identityRoutes = new Hono<AppEnv>().delete(
   async (c) => {
     const { db, log, caller } = c.var;
     const provider = c.req.param("provider");
-    const outcome = await unlinkIdentity(db, caller, provider, Date.now());
+    const outcome = await unlinkIdentity(db, c.var.audit, caller, provider, Date.now());
     if (outcome === "dead") return unauthorized(c);
     if (outcome === "absent") return c.text(AuthMessage.identityNotLinked, 404);
     if (outcome === "last") return c.text(AuthMessage.lastWayIn, 409);

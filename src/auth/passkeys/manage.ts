@@ -95,7 +95,7 @@ export const passkeyManagement = new Hono<AppEnv>()
       const { password, code } = c.req.valid("json");
       const confirmed = await passkeyStepUp(c, password, code);
       if ("refused" in confirmed) return confirmed.refused;
-      const name = await removePasskey(c.var.db, c.var.caller, c.req.param("id"), Date.now());
+      const name = await removePasskey(c.var.db, c.var.audit, c.var.caller, c.req.param("id"), Date.now());
       if (name === undefined) return c.text(AuthMessage.passkeyNotFound, 404);
       c.var.log.info("passkey_removed", { userId: c.var.caller.userId, passkeyId: c.req.param("id") });
       await sendPasskeyRemovedNotice(mailerOf(c.var), confirmed.account.email, name);

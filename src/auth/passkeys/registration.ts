@@ -12,7 +12,7 @@ import { PASSKEY_REFUSALS } from "../shapes";
 import { passkeyStepUp } from "./step-up";
 import { passkeyJson, refusal, relyingParty, stepUpRefused, unavailable } from "./answers";
 import { addPasskey, claimRegistrationChallenge, startRegistration } from "./store";
-import { challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
+import { PASSKEY_ALGORITHM_NAMES, challengeOf, checkRegistration, creationOptions, randomBase64url } from "./webauthn";
 import { MAX_PASSKEYS, PASSKEY_CHALLENGE_TTL_MS } from "../policy";
 
 /** The name of a passkey registered without one. */
@@ -31,7 +31,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
       description:
         "Needs the password, and while two-factor authentication is on a `code` (a step-up, counted on the session like the others; a missing " +
         "password is a 401 that is not counted). Answers the options for `navigator.credentials.create()` (WebAuthn Level 3 JSON): a " +
-        `discoverable credential with user verification, no attestation, ES256, EdDSA or RS256; the challenge is good for ${PASSKEY_CHALLENGE_TTL_MS / MINUTE} minutes, once.`,
+        `discoverable credential with user verification, no attestation, ${PASSKEY_ALGORITHM_NAMES}; the challenge is good for ${PASSKEY_CHALLENGE_TTL_MS / MINUTE} minutes, once.`,
       requestExample: { password: "correct horse battery" },
       responses: {
         "200": json(
@@ -139,7 +139,7 @@ export const passkeyRegistration = new Hono<AppEnv>()
         });
         return c.json(refusal(checked.refused), 400);
       }
-      const stored = await addPasskey(db, caller, checked.credential, name, now);
+      const stored = await addPasskey(db, c.var.audit, caller, checked.credential, name, now);
       if ("refused" in stored) {
         if (stored.refused === "session") return unauthorized(c);
         return c.text(

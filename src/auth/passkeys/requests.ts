@@ -4,7 +4,7 @@ import { AuthMessage } from "../messages";
 import { stepUpCode } from "../requests";
 import { AuthenticationResponse, RegistrationResponse } from "./credential-json";
 import { duration } from "../../lib/units";
-import { RECENT_SIGN_IN_MS } from "../policy";
+import { MAX_PASSKEY_NAME_CHARS, RECENT_SIGN_IN_MS } from "../policy";
 
 /** The request bodies of the passkey endpoints (the area's other bodies are in auth/requests.ts). */
 
@@ -21,12 +21,12 @@ const passkeyStepUpPassword = v.optional(
   ),
 );
 
-/** A passkey's name: trimmed, 1 to 64 characters, none of them control or invisible formatting characters. */
+/** A passkey's name: trimmed, 1 to MAX_PASSKEY_NAME_CHARS characters, none of them control or invisible formatting characters. */
 const passkeyName = v.pipe(
   requiredString(AuthMessage.passkeyNameRequired, AuthMessage.passkeyNameString),
   v.transform((name) => name.trim()),
-  v.check((name) => [...name].length <= 64 && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
-  v.description("1 to 64 characters, trimmed; no control characters."),
+  v.check((name) => [...name].length <= MAX_PASSKEY_NAME_CHARS && !/\p{C}/u.test(name), AuthMessage.passkeyNameInvalid),
+  v.description(`1 to ${MAX_PASSKEY_NAME_CHARS} characters, trimmed; no control characters.`),
 );
 
 export const PasskeyStepUpBody = body({ password: passkeyStepUpPassword, code: stepUpCode });

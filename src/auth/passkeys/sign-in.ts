@@ -5,11 +5,11 @@ import type { WebAuthnConfig } from "../../config";
 import { jsonBody } from "../../lib/validation";
 import type { AppEnv } from "../../types";
 import { AuthMessage } from "../messages";
-import { accountErrors, accountsTag } from "../openapi";
+import { accountErrors, accountsTag, suspendedAnswer } from "../openapi";
 import { PasskeyLoginOptionsBody, PasskeyLoginVerifyBody } from "./requests";
 import { readDeviceToken } from "../core/devices";
 import { jwtSecretOf } from "../caller";
-import { signIn, type CompleteProof } from "../core/gate";
+import { recordFailedSignIn, signIn, type CompleteProof } from "../core/gate";
 import { relyingParty, unavailable } from "./answers";
 import type { AuthenticationResponseInput } from "./credential-json";
 import { claimSignIn, recordSignIn, storeSignInChallenge } from "./store";
@@ -31,6 +31,7 @@ async function passkeySignIn(
   const now = Date.now();
   const refuse = (why: string, userId?: number) => {
     log.warn("passkey_sign_in_refused", { why, ...(userId !== undefined && { userId }) });
+    if (userId !== undefined) recordFailedSignIn(c, userId, { reason: "passkey" });
     return c.text(AuthMessage.invalidPasskey, 401);
   };
   const challenge = challengeOf(response.response.clientDataJSON);
@@ -117,6 +118,7 @@ export const passkeySignInRoutes = new Hono<AppEnv>()
           AuthMessage.passkeyResponseInvalid,
           ...badJson,
         ),
+        "403": suspendedAnswer,
         "401": text(
           "An unknown passkey; a used, expired or registration challenge; another origin or RP ID; no user verification; a bad signature; " +
             "a counter that did not move forward (unless it stays 0); a userHandle of another account",

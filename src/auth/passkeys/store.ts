@@ -2,6 +2,7 @@ import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
 import { passkeyChallenges, passkeys, users } from "../schema";
 import type { AccessClaims } from "../../lib/access-token";
 import { randomId } from "../../lib/crypto";
+import type { AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { liveSession, sessionCheck } from "../caller";
 import { randomBase64url, type NewCredential, type RegisteringAccount, type StoredCredential } from "./webauthn";
@@ -108,10 +109,11 @@ export async function claimRegistrationChallenge(db: Database, caller: AccessCla
 /**
  * Stores a new passkey of the caller in one INSERT … SELECT: only while the caller's session is live, the
  * account has fewer than MAX_PASSKEYS and no account has the credential (so the unique index is never hit).
- * Reads alongside why nothing was stored, if it was not.
+ * Reads alongside why nothing was stored, if it was not; records its event if it was.
  */
 export async function addPasskey(
   db: Database,
+  audit: AuditTrail,
   caller: AccessClaims,
   credential: NewCredential,
   name: string,
@@ -144,6 +146,10 @@ export async function addPasskey(
       .returning(passkeyFields),
     db.select({ id: passkeys.id }).from(passkeys).where(eq(passkeys.credentialId, credential.credentialId)),
     sessionCheck(db, caller, now),
+    ...audit.record(
+      { type: "passkey.added", userId: caller.userId, data: { passkey_id: id, name } },
+      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${passkeys.id} = ${id})`,
+    ),
   ]);
   const [row] = added;
   if (row) return { added: row };
@@ -177,20 +183,31 @@ export async function renamePasskey(db: Database, caller: AccessClaims, id: stri
 }
 
 /**
- * Deletes one of the caller's passkeys (the step-up has just checked the session): its name, or undefined for none of
- * theirs.
+ * Deletes one of the caller's passkeys (the step-up has just checked the session), with its event: its name, or
+ * undefined for none of theirs.
  */
 export async function removePasskey(
   db: Database,
+  audit: AuditTrail,
   caller: AccessClaims,
   id: string,
   now: number,
 ): Promise<string | undefined> {
-  const [removed] = await db
-    .delete(passkeys)
-    .where(and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId), liveSession(caller, now)))
-    .returning({ name: passkeys.name });
-  return removed?.name;
+  const theirs = and(eq(passkeys.id, id), eq(passkeys.userId, caller.userId), liveSession(caller, now));
+  // Read, and recorded, before the passkey goes, under the very condition of its deletion: one transaction.
+  const [[found]] = await db.batch([
+    db.select({ name: passkeys.name }).from(passkeys).where(theirs),
+    ...audit.record(
+      {
+        type: "passkey.removed",
+        userId: caller.userId,
+        data: { passkey_id: id, name: sql`(SELECT ${passkeys.name} FROM ${passkeys} WHERE ${theirs})` },
+      },
+      sql`EXISTS (SELECT 1 FROM ${passkeys} WHERE ${theirs})`,
+    ),
+    db.delete(passkeys).where(theirs),
+  ]);
+  return found?.name;
 }
 
 /** The passkey a sign-in presents, with its account. */

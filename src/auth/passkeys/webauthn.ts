@@ -3,6 +3,7 @@ import type { WebAuthnConfig } from "../../config";
 import { base64url, fromBase64url } from "../../lib/encoding";
 import type { CreationOptionsJson, PasskeyRefusalReason, RequestOptionsJson } from "../shapes";
 import type { AuthenticationResponseInput, RegistrationResponseInput } from "./credential-json";
+import { PASSKEY_CHALLENGE_BYTES } from "../policy";
 
 /**
  * Our one door to @simplewebauthn/server (WebCrypto, so it runs in workerd): the two ceremonies' options,
@@ -18,16 +19,22 @@ import type { AuthenticationResponseInput, RegistrationResponseInput } from "./c
 const library = () => import("@simplewebauthn/server");
 const helpers = () => import("@simplewebauthn/server/helpers");
 
-/** The algorithms a new passkey may use, in our order of preference: ES256, EdDSA, RS256 (COSE ids). */
-const PASSKEY_ALGORITHMS = [-7, -8, -257];
+/** The algorithms a new passkey may use, in our order of preference, by their COSE ids. */
+const ALGORITHMS = { ES256: -7, EdDSA: -8, RS256: -257 };
+const PASSKEY_ALGORITHMS = Object.values(ALGORITHMS);
+
+/** Their names, for the docs: "ES256, EdDSA or RS256". */
+export const PASSKEY_ALGORITHM_NAMES = Object.keys(ALGORITHMS)
+  .join(", ")
+  .replace(/, (\w+)$/, " or $1");
 
 /** The transports WebAuthn names: what the browser may use to reach the authenticator; anything else is dropped. */
 const TRANSPORTS: readonly string[] = ["ble", "hybrid", "internal", "nfc", "usb"] satisfies AuthenticatorTransport[];
 const isTransport = (value: string): value is AuthenticatorTransport => TRANSPORTS.includes(value);
 
-/** A new challenge (or user handle): 32 random bytes, base64url. */
+/** A new challenge (or user handle): PASSKEY_CHALLENGE_BYTES random bytes, base64url. */
 export function randomBase64url(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+  return base64url(crypto.getRandomValues(new Uint8Array(PASSKEY_CHALLENGE_BYTES)));
 }
 
 /** The challenge a response's clientDataJSON echoes; undefined when it is not client data at all. */

@@ -17,6 +17,7 @@ import { ForgotPasswordBody, ResetPasswordBody } from "../requests";
 import { endSessions } from "../core/sessions";
 import { claimResetTry, requestResetCode, resetPassword } from "./store";
 import {
+  CODE_DIGITS,
   CODE_TTL_MS,
   MAIL_COOLDOWN_MS,
   MAX_CODE_ATTEMPTS,
@@ -37,7 +38,7 @@ export const recovery = new Hono<AppEnv>()
       tags: accountsTag,
       summary: "Ask for a password reset code",
       description:
-        "Always the same answer, in the same time, with a new `request_id`: a known address (verified or not) gets a 6-digit reset code " +
+        `Always the same answer, in the same time, with a new \`request_id\`: a known address (verified or not) gets a ${CODE_DIGITS}-digit reset code ` +
         `valid for ${CODE_TTL_MS / MINUTE} minutes, bound to that request, mailed after the answer, within the address's reset-mail allowance: ` +
         `${RESET_MAILS_PER_HOUR} an hour, of which one client (an IPv4 address or an IPv6 /64) gets at most ${RESET_MAILS_PER_CLIENT_PER_HOUR}, ${duration(MAIL_COOLDOWN_MS)} apart.`,
       requestExample: { email: "ada@example.com" },
@@ -152,7 +153,7 @@ export const recovery = new Hono<AppEnv>()
       const reset = { userId, email, requestId, code, passwordHash };
       const done = await endSessions(
         c,
-        (ending) => resetPassword(ending, reset, Date.now()),
+        (ending) => resetPassword(ending, c.var.audit, reset, Date.now()),
         (ok) => ok && userId,
       );
       if (!done) return c.text(AuthMessage.invalidResetCode, 401);

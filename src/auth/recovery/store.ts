@@ -1,5 +1,6 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { loginFailures, oneTimeCodes, resetRequests, users } from "../schema";
+import { changedRows, type AuditTrail } from "../../audit/events";
 import type { Database } from "../../types";
 import { passwordWrite } from "../core/accounts";
 import { generateCode } from "../core/codes";
@@ -71,11 +72,13 @@ export async function claimResetTry(db: Database, email: string, requestId: stri
  * The reset in one transaction, every statement only while the request is still there with the code
  * claimed: the new password (which moves the sign-in epoch on); the address counts as verified (the code
  * proves the mailbox, which is also how the owner of an address someone else registered takes it back);
- * every session and the login lock end; and last, every reset request of the account is used up. False
+ * every session and the login lock end; and last, every reset request of the account is used up; its event is
+ * recorded with it. False
  * when the request was used or replaced meanwhile.
  */
 export async function resetPassword(
   ending: SessionEnding,
+  audit: AuditTrail,
   reset: { userId: number; email: string; requestId: string; code: string; passwordHash: string },
   now: number,
 ): Promise<boolean> {
@@ -88,6 +91,7 @@ export async function resetPassword(
       .set({ ...passwordWrite(passwordHash, now), isVerified: true })
       .where(and(eq(users.id, userId), stillIssued))
       .returning({ id: users.id }),
+    ...audit.record({ type: "user.password_reset", userId }, changedRows()),
     ending.all(userId, stillIssued),
     db.delete(loginFailures).where(and(eq(loginFailures.email, email), stillIssued)),
     db

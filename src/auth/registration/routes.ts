@@ -15,7 +15,14 @@ import { AuthMessage } from "../messages";
 import { accountErrors, accountsTag, passwordRules, turnstileAnswers } from "../openapi";
 import { RegisterBody, ResendVerificationBody, VerifyEmailBody } from "../requests";
 import { createAccount, markVerified } from "./store";
-import { CODE_TRIES_PER_HOUR, CODE_TTL_MS, MAILS_PER_HOUR, MAIL_COOLDOWN_MS, MAX_CODE_ATTEMPTS } from "../policy";
+import {
+  CODE_DIGITS,
+  CODE_TRIES_PER_HOUR,
+  CODE_TTL_MS,
+  MAILS_PER_HOUR,
+  MAIL_COOLDOWN_MS,
+  MAX_CODE_ATTEMPTS,
+} from "../policy";
 
 /** Registration and e-mail verification: register, resend the code, verify it. */
 export const registration = new Hono<AppEnv>()
@@ -24,7 +31,7 @@ export const registration = new Hono<AppEnv>()
     describeRoute({
       tags: accountsTag,
       summary: "Register",
-      description: `Creates an unverified account and e-mails a 6-digit code valid for ${CODE_TTL_MS / MINUTE} minutes.`,
+      description: `Creates an unverified account and e-mails a ${CODE_DIGITS}-digit code valid for ${CODE_TTL_MS / MINUTE} minutes.`,
       requestExample: { email: "ada@example.com", password: "correct horse battery" },
       responses: {
         "201": text("Created; the code is on its way", AuthMessage.userCreated),
@@ -49,7 +56,8 @@ export const registration = new Hono<AppEnv>()
       const refused = await turnstileRefusal(c, turnstileToken);
       if (refused) return refused;
 
-      const created = await createAccount(db, email, await hashPassword(password, config.bcryptCost), Date.now());
+      const passwordHash = await hashPassword(password, config.bcryptCost);
+      const created = await createAccount(db, c.var.audit, email, passwordHash, Date.now());
       if (!created) return c.text(AuthMessage.userExists, 409);
       log.info("user_registered", { userId: created.id, email: maskEmail(email) });
       if (created.code) await sendVerificationCode(mailerOf(c.var, clientKey(c)), email, created.code);
@@ -147,7 +155,8 @@ export const registration = new Hono<AppEnv>()
       }
       if (claim.outcome === "invalid" || !codesMatch(token, claim.code)) return c.text(AuthMessage.invalidToken, 401);
 
-      if (!(await markVerified(db, claim.userId, claim.code))) return c.text(AuthMessage.invalidToken, 401);
+      if (!(await markVerified(db, c.var.audit, claim.userId, claim.code)))
+        return c.text(AuthMessage.invalidToken, 401);
       log.info("email_verified", { userId: claim.userId, email: maskEmail(email) });
       return c.text(AuthMessage.emailVerified, 200);
     },

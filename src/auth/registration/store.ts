@@ -1,4 +1,5 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
+import { changedRows, type AuditTrail } from "../../audit/events";
 import { users } from "../schema";
 import type { Database } from "../../types";
 import { newAccount } from "../core/accounts";
@@ -14,26 +15,47 @@ import { codeStillIssued, deleteCode, issueCode } from "../core/codes";
  */
 export async function createAccount(
   db: Database,
+  audit: AuditTrail,
   email: string,
   passwordHash: string,
   now: number,
 ): Promise<{ id: number; code: string | undefined } | undefined> {
-  const [created] = await newAccount(db, { email, password: passwordHash, isVerified: false, mailClaimedAt: now }, now);
+  const [[created]] = await db.batch([
+    newAccount(db, { email, password: passwordHash, isVerified: false, mailClaimedAt: now }, now),
+    ...audit.record(
+      {
+        type: "user.registered",
+        at: now,
+        userId: sql`(SELECT ${users.id} FROM ${users} WHERE ${users.email} = ${email})`,
+        data: { email, method: "password" },
+      },
+      changedRows(),
+    ),
+  ]);
   if (!created) return undefined;
   const [issued] = await issueCode(db, "verify_email", now, { id: created.id });
   return { id: created.id, code: issued?.code };
 }
 
 /**
- * Marks the account verified and uses its code up, only while the code is still the one claimed: false when it was not.
+ * Marks the account verified and uses its code up, only while the code is still the one claimed, with its event:
+ * false when it was not.
  */
-export async function markVerified(db: Database, userId: number, code: string): Promise<boolean> {
+export async function markVerified(db: Database, audit: AuditTrail, userId: number, code: string): Promise<boolean> {
   const [verified] = await db.batch([
     db
       .update(users)
       .set({ isVerified: true })
       .where(and(eq(users.id, userId), codeStillIssued(userId, "verify_email", code)))
       .returning({ id: users.id }),
+    ...audit.record(
+      {
+        type: "user.verified",
+        userId,
+        data: { email: sql`(SELECT ${users.email} FROM ${users} WHERE ${users.id} = ${userId})` },
+      },
+      changedRows(),
+    ),
     deleteCode(db, userId, "verify_email", code),
   ]);
   return verified.length > 0;

@@ -17,7 +17,7 @@ import { accountErrors, accountsTag, bearer, bearerErrors } from "../openapi";
 import { LoginBody, RefreshBody } from "../requests";
 import type { SessionJson } from "../shapes";
 import { maybeDeviceToken, readDeviceToken, staleDevicesWindow } from "../core/devices";
-import { readDetail, signIn } from "../core/gate";
+import { readDetail, recordFailedSignIn, signIn } from "../core/gate";
 import { accountByEmail, deviceAccount } from "../core/accounts";
 import {
   endOtherSessionsNow,
@@ -80,8 +80,10 @@ async function passwordLogin(c: Context<AppEnv>, email: string, password: string
 
   // The password is checked first: an unverified account with a wrong password is a 401, not a 403.
   // A failure needs no further write: the claim has counted it.
-  if (!(await verifyPassword(password, user?.password, config.bcryptCost)) || !user)
+  if (!(await verifyPassword(password, user?.password, config.bcryptCost)) || !user) {
+    if (user) recordFailedSignIn(c, user.id, { reason: "password" });
     return c.text(AuthMessage.invalidCredentials, 401);
+  }
   // The right password ends the run of attempts, and gives back a stale device's slot.
   const release = [
     counter.release(claim.lockedUntil),
@@ -128,7 +130,11 @@ export const sessionRoutes = new Hono<AppEnv>()
           ...badJson,
         ),
         "401": text("Unknown e-mail or wrong password", AuthMessage.invalidCredentials),
-        "403": text("E-mail not verified", AuthMessage.notVerified),
+        "403": text(
+          "E-mail not verified, or the account suspended (admin API)",
+          AuthMessage.notVerified,
+          AuthMessage.accountSuspended,
+        ),
         ...accountErrors,
         "429": throttled(
           text(
@@ -176,7 +182,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       if (!claims) return c.text(AuthMessage.invalidRefreshToken, 401);
       const { rotated, revoked } = await endSessions(
         c,
-        (ending) => rotateSession(ending, claims, Date.now()),
+        (ending) => rotateSession(ending, c.var.audit, claims, Date.now()),
         (rotation) => rotation.revoked?.userId,
       );
       if (revoked) {
@@ -259,7 +265,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       const { caller } = c.var;
       const live = await endSessions(
         c,
-        (ending) => endOtherSessionsNow(ending, caller, Date.now()),
+        (ending) => endOtherSessionsNow(ending, c.var.audit, caller, Date.now()),
         (ok) => ok && caller.userId,
       );
       if (!live) return unauthorized(c);
@@ -292,7 +298,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       const { caller } = c.var;
       const { live, ended } = await endSessions(
         c,
-        (ending) => endSessionById(ending, caller, c.req.param("id"), Date.now()),
+        (ending) => endSessionById(ending, c.var.audit, caller, c.req.param("id"), Date.now()),
         (result) => result.ended && caller.userId,
       );
       if (!live) return unauthorized(c);

@@ -34,7 +34,7 @@ export const noteLinks = sqliteTable(
 /**
  * A note shared with an address, as a viewer or an editor. It reaches the account that has verified the address:
  * `grantee_id` is set when the share is made, if such an account exists, or by a trigger on `users` the moment an
- * account verifies it (drizzle/0024), and stays with that account. Triggers write the share's start and end into
+ * account verifies it (drizzle/0025_sharing.sql), and stays with that account. Triggers write the share's start and end into
  * the grantee's changes feed (`shared_changes`). A share goes with its note and with its grantee's account.
  */
 export const noteShares = sqliteTable(

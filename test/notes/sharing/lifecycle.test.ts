@@ -8,7 +8,19 @@ import { MINUTE } from "../../../src/lib/units";
 import { quietRegister, storedCode } from "../../support/accounts";
 import { call, fireCron, randomEmail } from "../../support/app";
 import { Note } from "../../support/notes";
-import { deleteAccount, expectJson, linked, noteOf, openLink, person, rows, shared, Shares } from "./support";
+import { admin } from "../../support/admin";
+import {
+  deleteAccount,
+  expectJson,
+  linked,
+  noteOf,
+  openLink,
+  person,
+  rows,
+  shared,
+  Shares,
+  type Person,
+} from "./support";
 
 /** Accounts' deletions and the cron (item 10 of issue 45): what goes with an owner, with a grantee, and with time. */
 
@@ -23,7 +35,18 @@ const Page = v.object({
   has_more: v.boolean(),
 });
 
-describe("deleting the owner's account", () => {
+/** An account deleted by the operator: the admin API deletes what the account's own deletion does. */
+async function deleteByAdmin(who: Person): Promise<void> {
+  expect((await admin("DELETE", `/admin/users/${who.userId}`)).status).toBe(204);
+}
+
+/** Both ways an account is deleted: by its owner (DELETE /auth/account) and by an operator (DELETE /admin/users/{id}). */
+const DELETIONS = [
+  ["by itself", deleteAccount],
+  ["through the admin API", deleteByAdmin],
+] as const;
+
+describe.each(DELETIONS)("deleting the owner's account %s", (_, remove) => {
   it("deletes its notes with their links and shares: the grantee's next request is a 404, its feed gets the tombstone", async () => {
     const owner = await person();
     const grantee = await person();
@@ -34,7 +57,7 @@ describe("deleting the owner's account", () => {
     const before = v.parse(Page, await (await grantee.send("GET", "/changes")).json());
     expect(before.changes).toEqual([{ type: "upsert", note, etag: expect.any(String) }]);
 
-    await deleteAccount(owner);
+    await remove(owner);
     await expectJson(await grantee.send("GET", `/notes/${note.id}`), 404, { error: NoteMessage.notFound });
     await expectJson(await grantee.send("GET", "/notes?shared=true"), 200, []);
     await expectJson(await openLink(link.token), 404, { error: SharingMessage.sharedNotFound });
@@ -47,7 +70,7 @@ describe("deleting the owner's account", () => {
   });
 });
 
-describe("deleting the grantee's account", () => {
+describe.each(DELETIONS)("deleting the grantee's account %s", (_, remove) => {
   it("deletes the shares it received and its feed; the note stays its owner's, and the address's next account gets nothing", async () => {
     const owner = await person();
     const grantee = await person();
@@ -56,7 +79,7 @@ describe("deleting the grantee's account", () => {
     const kept = await shared(owner, note.id, randomEmail());
     expect(await rows("shared_changes", "reader = ?", grantee.userId)).toHaveLength(1);
 
-    await deleteAccount(grantee);
+    await remove(grantee);
     expect(v.parse(Shares, await (await owner.send("GET", `/notes/${note.id}/shares`)).json())).toEqual([kept]);
     expect(await rows("note_shares", "id = ?", share.id)).toEqual([]);
     expect(await rows("shared_changes", "reader = ?", grantee.userId)).toEqual([]);
