@@ -24,6 +24,8 @@ import { LINK_PATH } from "./notes/attachments/links";
 import { changesApp } from "./notes/changes";
 import { accountNotesDeletion } from "./notes/lifecycle";
 import { notesArea } from "./notes/area";
+import { loggedPath, SHARED_PATH, sharedLinks } from "./notes/sharing/shared-routes";
+import { mailNoteShared } from "./auth/core/mails";
 import { cleanUp } from "./scheduled";
 import type { AppEnv, Bindings } from "./types";
 
@@ -43,7 +45,8 @@ const authSeams = { ownedElsewhere: accountNotesDeletion, sessionsEnded };
 const app = new Hono<AppEnv>()
   .use(requestId())
   .use(async (c, next) => {
-    const log = createLogger({ requestId: c.var.requestId, method: c.req.method, path: c.req.path });
+    // A public link's token is a secret: its path is logged without it.
+    const log = createLogger({ requestId: c.var.requestId, method: c.req.method, path: loggedPath(c.req.path) });
     c.set("log", log);
     const started = Date.now();
     const config = configFor(c.env);
@@ -80,20 +83,23 @@ const app = new Hono<AppEnv>()
   // The areas meet here and in their declared seams only (docs/design.md, "Seams"): notes and live updates
   // take the caller's live session from auth/caller.ts; accounts are handed what an account owns in notes, to
   // delete with it, and who hears that sessions ended (the live sockets close theirs); notes are handed who
-  // may be watching an account's notes (the live sockets pull after a write).
+  // may be watching an account's notes (the live sockets pull after a write), and the accounts area's mail of a
+  // new share (counted against the owner's and the deployment's budgets).
   .route("/auth", authArea({ ...authSeams, audit: auditTrail("user") }))
   // Each account's own audit events, an audit log route answering as the accounts area does (audit/routes.ts).
   .route("/auth", activityRoutes())
   // The admin API: the accounts' routes with the same seams (the events they record are the admin's), the audit
   // log's and the webhooks', behind ADMIN_TOKEN (admin.ts).
   .route("/admin", adminArea(authAdmin({ ...authSeams, audit: auditTrail("admin") })))
-  .route("/notes", notesArea({ watchers: notesWatchers }))
+  .route("/notes", notesArea({ watchers: notesWatchers, shareMail: mailNoteShared }))
   // Live updates before the feed: the feed's middleware covers every path under /changes, and a route that
   // answers first ends the chain (live/routes.ts).
   .route("/changes", liveApp)
   .route("/changes", changesApp)
   // An attachment's signed link (notes/attachments/links.ts): the bytes without a token, for <img src>.
   .route(LINK_PATH, attachmentLinks)
+  // A note's public link (notes/sharing/): its title and content, without an account.
+  .route(SHARED_PATH, sharedLinks)
   // What native apps need to use this domain's passkeys, at the paths their platforms look for.
   .route("/.well-known", wellKnown)
   // The document lists every route registered here, read when it is first asked for.
@@ -108,7 +114,8 @@ app.notFound((c) => errorResponse(c, 404, isAccountsPath(c.req.path) ? "Not foun
 // a generic 500, and the details (never a stack trace, SQL or secret) in one log line.
 app.onError((err, c) => {
   if (err instanceof HTTPException) return errorResponse(c, err.status, err.message);
-  const log = c.var.log ?? createLogger({ requestId: c.var.requestId, method: c.req.method, path: c.req.path });
+  const log =
+    c.var.log ?? createLogger({ requestId: c.var.requestId, method: c.req.method, path: loggedPath(c.req.path) });
   log.error("unhandled_error", describeError(err));
   return errorResponse(c, 500, isAccountsPath(c.req.path) ? AuthMessage.internalError : NoteMessage.internalError);
 });

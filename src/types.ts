@@ -29,10 +29,17 @@ export type AppEnv = {
      */
     sessionsEnded: (userId: number) => void;
     /**
-     * Set by the notes area (notes/area.ts): whether anyone may be watching account `userId`'s notes, as a
-     * statement for a write's batch, and what a write that found them calls after it committed.
+     * Set by the notes area (notes/area.ts): which accounts a write concerns someone may be watching, as a
+     * statement for the write's batch (account `userId`; the readers of note `noteId`, its owner and the accounts
+     * it is shared with; the account share `shareId` reached), and what a write that found them calls for each
+     * after it committed.
      */
-    watchers: { watching: (userId: number) => Bound<unknown>; changed: (userId: number) => void };
+    watchers: {
+      watching: (userId: number) => Bound<{ userId: number }>;
+      readers: (noteId: number) => Bound<{ userId: number }>;
+      grantee: (shareId: string) => Bound<{ userId: number }>;
+      changed: (userId: number) => void;
+    };
     /**
      * Set by the wiring (index.ts) for the accounts area and the admin API: the audit log's writer of this request,
      * whose statements go into the batch of the change they record (audit/events.ts).

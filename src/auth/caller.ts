@@ -2,15 +2,20 @@ import { and, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ConfigError } from "../config";
-import { sessions } from "./schema";
+import { sessions, users } from "./schema";
 import { verifyAccessToken, type AccessClaims } from "../lib/access-token";
 import type { AppEnv, Database } from "../types";
 import { AuthMessage } from "./messages";
 
+// How an address is written and checked, the one spelling of it: other areas that take an address (sharing a
+// note with one) use these, so that an address compares equal to the account's wherever it is typed.
+export { normalizeEmail, plausibleEmail } from "./requests";
+
 /**
- * The caller: who an access token speaks for, and whether the session it belongs to is still live. This is
- * all the other areas take from the accounts area (their one seam into it, eslint.config.js's SEAMS): notes
- * and live updates build their statements on these conditions, and run them in notes/runner.ts.
+ * The caller: who an access token speaks for, whether the session it belongs to is still live, and the account
+ * behind an address. This is all the other areas take from the accounts area (their one seam into it,
+ * eslint.config.js's SEAMS): notes and live updates build their statements on these conditions, and run them in
+ * notes/runner.ts.
  */
 
 /** The environment of a handler behind requireAccessToken: `c.var.caller` is always set there. */
@@ -47,6 +52,22 @@ export function liveSessionOf(db: Database, caller: CallerRef, now: number | SQL
 /** The caller's session, if live: batch it with the statement it authorizes, to tell 401 from the rest. */
 export function sessionCheck(db: Database, caller: CallerRef, now: number | SQL<number>) {
   return db.select({ id: sessions.id }).from(sessions).where(callerSession(caller, now));
+}
+
+/**
+ * The id of the account that has verified address `email` (normalized), as a scalar: NULL when no account has.
+ * For what another area addresses to a person by mail (a note shared with an address): it reaches the account
+ * only once the address is proven, never an account that merely registered it.
+ */
+export function accountVerifying(email: SQL<string> | string): SQL<number | null> {
+  return sql<
+    number | null
+  >`(SELECT ${users.id} FROM ${users} WHERE ${and(eq(users.email, email), eq(users.isVerified, true))})`;
+}
+
+/** The condition that `email` (normalized) is the caller's own address. */
+export function isCallersAddress(caller: CallerRef, email: SQL<string> | string): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${users} WHERE ${and(eq(users.id, caller.userId), eq(users.email, email))})`;
 }
 
 /**

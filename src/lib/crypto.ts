@@ -14,9 +14,9 @@ export async function sha256Hex(text: string): Promise<string> {
   return hex(await sha256(text));
 }
 
-/** 32 random bytes, base64url: a state, a nonce, a PKCE verifier. */
-export function randomToken(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+/** `bytes` random bytes (32 unless told), base64url: a state, a nonce, a PKCE verifier, a public link's token. */
+export function randomToken(bytes = 32): string {
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
 /** The PKCE S256 challenge of a verifier (RFC 7636): the base64url SHA-256 of its ASCII. */

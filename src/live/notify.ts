@@ -1,7 +1,7 @@
 import { createLogger, describeError } from "../lib/log";
 import type { NotesWatchers } from "../notes/area";
 import type { Bindings } from "../types";
-import { watching } from "./watchers";
+import { watchedAmong, watching } from "./watchers";
 
 /**
  * What the other areas tell the live hubs, handed to them at wiring (index.ts): each tells the hub of one
@@ -14,13 +14,14 @@ export function hubOf(env: Bindings, userId: number) {
 }
 
 /**
- * Handed to the notes area (index.ts, `notesArea({ watchers })`): each note write of an account reads whether
- * anyone may be watching its notes (`watching`, in the write's own batch), and when so, once it has committed
- * (a create, a change, a deletion; not a replay, which writes nothing), every socket of the account is told to
- * pull, with the bookmark of the write.
+ * Handed to the notes area (index.ts, `notesArea({ watchers })`): each note write reads which of the accounts it
+ * concerns anyone may be watching (`watching` for one account, `watchedAmong` for a shared note's readers, in the
+ * write's own batch), and once it has committed (a create, a change, a deletion, a share's start or end; not a
+ * replay, which writes nothing), every socket of each such account is told to pull, with the bookmark of the write.
  */
 export const notesWatchers: NotesWatchers = {
   watching,
+  watchedAmong,
   async changed(env, log, userId, bookmark) {
     try {
       await hubOf(env, userId).changed(userId, bookmark);

@@ -1,4 +1,4 @@
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, lt, sql, type SQL } from "drizzle-orm";
 import { liveSessionOf } from "../auth/caller";
 import { compile, type Placeholders } from "../db/compiled";
 import type { AccessClaims } from "../lib/access-token";
@@ -37,12 +37,26 @@ export function markWatched(db: Database, caller: AccessClaims, now: number) {
     .onConflictDoUpdate({ target: liveWatchers.userId, set: { since: sql`excluded.since` } });
 }
 
+/** The account's id, under its field's name (a compiled statement's rows are keyed by column name). */
+const watchedId = { userId: sql<number>`${liveWatchers.userId}`.as("userId") };
+
 const watchedRow = compile((db, p: Placeholders<{ userId: number }>) =>
-  db.select({ userId: liveWatchers.userId }).from(liveWatchers).where(eq(liveWatchers.userId, p.userId)),
+  db.select(watchedId).from(liveWatchers).where(eq(liveWatchers.userId, p.userId)),
 );
 
 /** A row while account `userId` may be watched: a statement for a note write's batch (compiled once). */
 export const watching = (db: Database, userId: number) => watchedRow(db.$client, { userId });
+
+/**
+ * The accounts among `accounts` (an SQL subquery of user ids: a shared note's readers) that may be watched, a row
+ * each: a query for the notes area to compile once, with its own placeholders, and run in a write's batch.
+ */
+export function watchedAmong(db: Database, accounts: SQL) {
+  return db
+    .select(watchedId)
+    .from(liveWatchers)
+    .where(sql`${liveWatchers.userId} IN ${accounts}`);
+}
 
 /** The hub found no socket and no ticket pending at `now`: the account is no longer watched, unless a newer ticket says so. */
 export async function forgetWatchers(db: Database, userId: number, now: number): Promise<void> {

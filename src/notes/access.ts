@@ -1,15 +1,18 @@
-import { and, eq, isNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, eq, isNull, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { liveSession, type CallerValues } from "../auth/caller";
 import type { Placeholders } from "../db/compiled";
 import { idempotencyKeys, noteClocks, notes, noteTombstones } from "./schema";
+import { noteShares, sharedChanges, type ShareRole } from "./sharing/schema";
 
 /**
- * Who may read and write which notes, said once: every statement of the area takes its owner conditions
- * from here. With NOTES_AUTH=off notes are public and there is no caller; with NOTES_AUTH=required a
- * caller sees only its own notes, and writes them only while its session is live.
+ * Who may do what with which notes, said once: every statement of the area (notes, attachments, the feed, the
+ * live pokes, sharing) takes its conditions from here. With NOTES_AUTH=off notes are public and there is no
+ * caller. With NOTES_AUTH=required a caller owns its notes (reads, changes, deletes and shares them), and reads
+ * the notes shared with it, changing those it is an editor of (docs/sharing.md); every write only while its
+ * session is live.
  *
- * Ownership is one user per note, and the clocks behind revisions and the changes feed are one per owner
- * (docs/design.md, "One clock per owner"): these conditions are where a shared note would start.
+ * A note has one owner, whose clock numbers its revisions; a reader's changes feed is its own clock, which the
+ * changes of notes shared with it move on too (docs/design.md, "One clock per owner"; docs/sync.md).
  */
 
 /** A caller as a compiled statement names it (its placeholders, see forCallerOf); undefined while notes are public. */
@@ -24,18 +27,99 @@ const PUBLIC_OWNER = 0;
 /** The notes of user `owner`. */
 export const notesOf = (owner: Owner): SQL => eq(notes.userId, owner);
 
-/** The notes a caller may read: every note while notes are public, the caller's own otherwise. */
-export function visibleTo(caller: NotesCaller): SQL | undefined {
+/** The notes a caller owns: every note while notes are public (the list, search, creates). */
+export function ownedBy(caller: NotesCaller): SQL | undefined {
   return caller && notesOf(caller.userId);
 }
 
+/** The shares that reached account `reader` (as one of `roles`, when given). */
+const sharesReaching = (reader: Owner, roles?: readonly ShareRole[]) =>
+  and(
+    eq(noteShares.granteeId, reader),
+    roles &&
+      sql`${noteShares.role} IN (${sql.join(
+        roles.map((role) => sql`${role}`),
+        sql`, `,
+      )})`,
+  );
+
+/** The note row at hand is shared with the caller (as any role, or one of `roles`): one indexed lookup. */
+export function sharedWith(caller: Placeholders<CallerValues>, roles?: readonly ShareRole[]): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${noteShares} WHERE ${eq(noteShares.noteId, notes.id)} AND ${sharesReaching(caller.userId, roles)})`;
+}
+
 /**
- * The note `id` when the caller may write it: visible to the caller and, for a caller, only while its
- * session is live, so a write never happens for an ended session.
+ * The same notes as sharedWith, as a set of ids: for a list of them, which SQLite then reads from the caller's
+ * shares (their index) rather than from every note in an id range.
+ */
+export function sharedWithAll(caller: Placeholders<CallerValues>): SQL {
+  return sql`${notes.id} IN (SELECT ${noteShares.noteId} FROM ${noteShares} WHERE ${sharesReaching(caller.userId)})`;
+}
+
+/** The notes a caller may read: every note while notes are public; its own and those shared with it otherwise. */
+export function visibleTo(caller: NotesCaller): SQL | undefined {
+  return caller && or(notesOf(caller.userId), sharedWith(caller));
+}
+
+/** The note `id`, with a condition on the caller, only while the caller's session is live. */
+const forLiveCaller = (caller: NotesCaller, id: SQL<number>, condition: SQL | undefined) =>
+  and(eq(notes.id, id), condition, caller && liveSession(caller, caller.now))!;
+
+/**
+ * The note `id` when the caller may change it (its title and content, its attachments): its own or shared with it
+ * as an editor and, for a caller, only while its session is live, so a write never happens for an ended session.
  */
 export function writableBy(caller: NotesCaller, id: SQL<number>): SQL {
-  return and(eq(notes.id, id), visibleTo(caller), caller && liveSession(caller, caller.now))!;
+  return forLiveCaller(caller, id, caller && or(notesOf(caller.userId), sharedWith(caller, ["editor"])));
 }
+
+/**
+ * The note `id` when the caller may do what only an owner does (delete it, share it, make links to it): its own,
+ * while its session is live.
+ */
+export function managedBy(caller: NotesCaller, id: SQL<number>): SQL {
+  return forLiveCaller(caller, id, ownedBy(caller));
+}
+
+/**
+ * What the caller is to the note row at hand, as SQL: `owner`, `editor`, `viewer`, or NULL when it may not see it.
+ * Read after a write that did nothing, to tell a 403 (a grantee without the right) from a 404.
+ */
+export function roleOf(caller: Placeholders<CallerValues>): SQL<"owner" | ShareRole | null> {
+  return sql<"owner" | ShareRole | null>`CASE WHEN ${notesOf(caller.userId)} THEN 'owner'
+    WHEN ${sharedWith(caller, ["editor"])} THEN 'editor' WHEN ${sharedWith(caller)} THEN 'viewer' END`;
+}
+
+/** Every account that reads note `id`: its owner and the accounts its shares reached (who to tell of a change). */
+export function readersOf(id: SQL<number>): SQL {
+  return sql`(SELECT ${notes.userId} FROM ${notes} WHERE ${eq(notes.id, id)} AND ${notes.userId} IS NOT NULL
+    UNION SELECT ${noteShares.granteeId} FROM ${noteShares} WHERE ${eq(noteShares.noteId, id)} AND ${noteShares.granteeId} IS NOT NULL)`;
+}
+
+/** The share row at hand is on a note the caller owns. */
+const ownsSharedNote = (caller: Placeholders<CallerValues>) =>
+  sql`EXISTS (SELECT 1 FROM ${notes} WHERE ${eq(notes.id, noteShares.noteId)} AND ${notesOf(caller.userId)})`;
+
+/** The share row at hand is the caller's to see: a share of a note it owns, or the share that reached it. */
+export function shareVisibleTo(caller: Placeholders<CallerValues>): SQL {
+  return or(eq(noteShares.granteeId, caller.userId), ownsSharedNote(caller))!;
+}
+
+/**
+ * The share row at hand is the caller's to end, while its session is live: any share of a note it owns (revoking
+ * it), or the share that reached it (leaving the note).
+ */
+export function shareRemovableBy(caller: Placeholders<CallerValues>): SQL {
+  return and(shareVisibleTo(caller), liveSession(caller, caller.now))!;
+}
+
+/** The account share `id` reached, if any (who to tell of its start or end). */
+export function granteeOf(id: SQL<string>): SQL {
+  return sql`(SELECT ${noteShares.granteeId} FROM ${noteShares} WHERE ${eq(noteShares.id, id)} AND ${noteShares.granteeId} IS NOT NULL)`;
+}
+
+/** The feed rows of the notes shared with `reader` (shared_changes). */
+export const sharedChangesOf = (reader: Owner): SQL => eq(sharedChanges.reader, reader);
 
 /** The owner of the clock that numbers the caller's writes: the caller, or the public notes. */
 export function clockOwner(caller: NotesCaller): number | SQL<number> {

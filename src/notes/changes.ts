@@ -1,9 +1,10 @@
-import { and, gt, sql } from "drizzle-orm";
+import { and, gt, sql, type SQL } from "drizzle-orm";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { asCaller, forCallerOf } from "./runner";
 import type { Placeholders } from "../db/compiled";
 import { noteClocks, notes, noteTombstones } from "./schema";
+import { sharedChanges } from "./sharing/schema";
 import { describeRoute, json, jsonError, ref } from "../lib/describe";
 import { noStore } from "../lib/security-headers";
 import { allowedMethods, methodNotAllowed } from "../lib/http";
@@ -11,7 +12,7 @@ import { base64url, fromBase64url } from "../lib/encoding";
 import { DAY } from "../lib/units";
 import { queryParams } from "../lib/validation";
 import type { AppEnv } from "../types";
-import { clockedFor, clockOwner, tombstonesOf } from "./access";
+import { clockedFor, clockOwner, sharedChangesOf, tombstonesOf, type NotesCaller } from "./access";
 import { jsonText } from "./answers";
 import { etagOf } from "./conditional";
 import { notesErrors, notesOperation } from "./docs";
@@ -21,8 +22,8 @@ import { safeInteger, type NoteJson } from "./requests";
 import { clockValue, estimatedJsonBytes, LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD, noteJsonText } from "./sql";
 
 /**
- * The changes feed (`GET /changes`): what was committed to the caller's notes after a cursor, in commit
- * order, for offline sync. Every write moves its owner's clock on in the statement that writes
+ * The changes feed (`GET /changes`): what was committed to the caller's notes, and to the notes shared with it,
+ * after a cursor, in commit order, for offline sync. Every write moves its owner's clock on in the statement that writes
  * (drizzle/0012), and a note carries the clock's value of its last change as its revision; a deletion
  * leaves a tombstone numbered the same way. So "after cursor n" is one indexed query: the notes whose
  * revision is above n (their latest state, each once) and the tombstones above n, merged in order. A
@@ -121,10 +122,24 @@ const clockQuery = forCallerOf((db, _p: Placeholders<object>, caller) => {
 });
 
 /**
+ * The notes shared with the caller that changed after `after`, in the caller's own sequence (shared_changes,
+ * docs/sync.md): an upsert while the caller sees the note, a delete once it no longer does.
+ */
+function sharedChangesAfter(caller: NonNullable<NotesCaller>, after: SQL<number>): SQL {
+  const noteSize = sql`(SELECT ${estimatedJsonBytes(CHANGE_JSON_OVERHEAD)} FROM ${notes} WHERE ${notes.id} = ${sharedChanges.noteId})`;
+  return sql`UNION ALL
+    SELECT CASE WHEN ${sharedChanges.endedAt} IS NULL THEN 'upsert' ELSE 'delete' END, ${sharedChanges.noteId}, ${sharedChanges.seq},
+      CASE WHEN ${sharedChanges.endedAt} IS NULL THEN coalesce(${noteSize}, ${CHANGE_JSON_OVERHEAD}) ELSE ${CHANGE_JSON_OVERHEAD} END
+    FROM ${sharedChanges} WHERE ${and(sharedChangesOf(caller.userId), gt(sharedChanges.seq, after))}`;
+}
+
+/**
  * One page of the caller's changes after `after`: at most `limit`, cut at LIST_CHUNK_BYTES of notes (at
  * least one), in sequence order, each row with the number of changes after `after` (`total`, at most
- * one more than `limit`: whether more follow). Compiled once per isolate for public notes and for one
- * owner's (forCallerOf).
+ * one more than `limit`: whether more follow). Its own notes and deletions, and for a caller the notes shared
+ * with it, all numbered by its own clock. An upsert carries the note's JSON and its revision (its ETag, which
+ * for a shared note is its owner's number, not its place in this feed). Compiled once per isolate for public
+ * notes and for one caller's (forCallerOf).
  */
 const pageQuery = forCallerOf((db, p: Placeholders<PageValues>, caller) => {
   const changes = sql`SELECT 'upsert' AS type, ${notes.id} AS id, ${notes.revision} AS seq,
@@ -133,6 +148,7 @@ const pageQuery = forCallerOf((db, p: Placeholders<PageValues>, caller) => {
     UNION ALL
     SELECT 'delete', ${noteTombstones.noteId}, ${noteTombstones.seq}, ${CHANGE_JSON_OVERHEAD}
     FROM ${noteTombstones} WHERE ${and(tombstonesOf(clockOwner(caller)), gt(noteTombstones.seq, p.after))}
+    ${caller ? sharedChangesAfter(caller, p.after) : sql``}
     ORDER BY seq LIMIT ${p.limit} + 1`;
   return db
     .select({
@@ -140,15 +156,17 @@ const pageQuery = forCallerOf((db, p: Placeholders<PageValues>, caller) => {
       id: sql<number>`id`,
       seq: sql<number>`seq`,
       note: sql<string | null>`note`,
+      revision: sql<number | null>`revision`,
       total: sql<number>`total`,
     })
     .from(
       sql`(WITH changes AS (${changes}),
       sized AS (SELECT type, id, seq, row_number() OVER (ORDER BY seq) AS n, sum(size) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS reach FROM changes)
-      SELECT type, id, seq,
-        CASE WHEN type = 'upsert' THEN (SELECT ${noteJsonText} FROM ${notes} WHERE ${notes.id} = sized.id) END AS note,
+      SELECT sized.type AS type, sized.id AS id, sized.seq AS seq,
+        CASE WHEN sized.type = 'upsert' THEN ${noteJsonText} END AS note, ${notes.revision} AS revision,
         (SELECT count(*) FROM changes) AS total
-      FROM sized WHERE n <= ${p.limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}))`,
+      FROM sized LEFT JOIN ${notes} ON sized.type = 'upsert' AND ${notes.id} = sized.id
+      WHERE n <= ${p.limit} AND (n = 1 OR reach <= ${LIST_CHUNK_BYTES}))`,
     )
     .orderBy(sql`seq`);
 });
@@ -163,7 +181,8 @@ export const changesApp = new Hono<AppEnv>()
       ...notesOperation,
       summary: "Changes since a cursor (offline sync)",
       description:
-        "What was committed to the notes after `cursor`, in commit order, each note at most once per page in its latest state: " +
+        "What was committed to the notes after `cursor` (your own, and with NOTES_AUTH=required those shared with you: a share's start is an upsert, its end a delete), " +
+        "in commit order, each note at most once per page in its latest state: " +
         '`{"type": "upsert", "note": …, "etag": …}` or `{"type": "delete", "id": …}`. Without `cursor`, every live note. ' +
         "Keep the answer's `cursor` and ask again with it; `has_more: true` means ask again at once. " +
         `Deletions are kept ${TOMBSTONES_KEPT_MS / DAY} days: an older cursor is a 410, and the client syncs again without one.`,
@@ -227,9 +246,11 @@ export const changesApp = new Hono<AppEnv>()
       if (from && (from.base < clock!.prunedThrough || from.seq > clock!.seq || from.base > clock!.seq)) {
         return c.json({ error: NoteMessage.cursorExpired }, 410);
       }
+      // An upsert always finds its note (a shared note's deletion ends its shares in the same statement); were
+      // one ever missing, the client is told the note is gone rather than handed a change without a note.
       const changes = rows.map((row) =>
-        row.type === "upsert"
-          ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.seq))}}`
+        row.type === "upsert" && row.note !== null && row.revision !== null
+          ? `{"type":"upsert","note":${row.note},"etag":${JSON.stringify(etagOf(row.revision))}}`
           : `{"type":"delete","id":${row.id}}`,
       );
       const hasMore = (rows[0]?.total ?? 0) > rows.length;

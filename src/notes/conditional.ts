@@ -84,10 +84,10 @@ export function writePrecondition(c: Context, required: boolean): Precondition |
 }
 
 /**
- * The version of everything a caller's list covers (what visibleTo lets it see), as a scalar SQL
- * expression: the caller's clock; with public notes every clock together (the public list shows every
- * note, whoever wrote it). It moves on with every create, change and delete, so a list's ETag made of it
- * changes whenever the list may have.
+ * The version of everything a caller's lists cover (its own notes, and those shared with it), as a scalar SQL
+ * expression: the caller's clock, which the changes of the notes shared with it move on too; with public notes
+ * every clock together (the public list shows every note, whoever wrote it). It moves on with every create,
+ * change and delete, so a list's ETag made of it changes whenever the list may have.
  */
 export function listVersion(caller: NotesCaller): SQL<number> {
   return caller
@@ -100,7 +100,12 @@ export const readListVersion = forCallerOf((db, _p: Placeholders<object>, caller
   db.select({ version: listVersion(caller).as("version") }).from(sql`(SELECT 1)`),
 );
 
-/** The ETag of a list (or a page of it: `limit` and `after`) at `version`. */
-export function listETag(version: number, limit: number | undefined, after: number | undefined): string {
-  return `"list-${version}-${limit ?? "all"}-${after ?? "start"}"`;
+/** The ETag of a list (or a page of it: `limit` and `after`; of the notes shared with the caller) at `version`. */
+export function listETag(
+  version: number,
+  limit: number | undefined,
+  after: number | undefined,
+  shared = false,
+): string {
+  return `"${shared ? "shared" : "list"}-${version}-${limit ?? "all"}-${after ?? "start"}"`;
 }

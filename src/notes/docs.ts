@@ -75,3 +75,22 @@ export const preconditionErrors = {
   },
   "428": jsonError("If-Match is missing and NOTES_REQUIRE_IF_MATCH=true", NoteMessage.ifMatchRequired),
 };
+
+/** A list's (or page's) answers: the notes with the next page and the list's version, and the 304 of a poll. */
+export const listAnswers = {
+  "200": json(
+    "The notes",
+    { type: "array", items: ref("Note") },
+    {
+      Link: { description: "The next page, when paging", schema: { type: "string" } },
+      ETag: {
+        description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll",
+        schema: { type: "string" },
+      },
+    },
+  ),
+  "304": {
+    description: "Not modified: no note the list covers has changed since its ETag; no body",
+    headers: { ETag: { schema: { type: "string" } } },
+  },
+};

@@ -3,7 +3,7 @@ import { rowsOf } from "../db/compiled";
 import { describeError, type Logger } from "../lib/log";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { chunkQuery, EVERY_ID, fittingRowsQuery, type Chunk, type ListRange } from "./list-queries";
+import { EVERY_ID, ownList, sharedList, type Chunk, type ListRange, type ListStatements } from "./list-queries";
 import { LIST_CHUNK_BYTES, NOTE_JSON_OVERHEAD } from "./sql";
 
 /**
@@ -53,6 +53,8 @@ interface Ask {
 
 /** One listing in progress: whose notes, what to ask next, and where the stream stands. */
 interface Listing {
+  /** Whose notes: the caller's own, or those shared with it. */
+  statements: ListStatements;
   db: Database;
   caller: AccessClaims | undefined;
   now: number;
@@ -77,7 +79,11 @@ const answered = (chunk: Chunk) => chunk.last !== null || chunk.pageCount === 0;
 /** One query, for the listing's ask; `check` puts the caller's session check in the same round trip. */
 async function readChunk(listing: Listing, check = false): Promise<Chunk | undefined> {
   const { db, caller, now, ask } = listing;
-  const query = chunkQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget });
+  const query = listing.statements.chunkQuery(db, caller, now, {
+    ...listing.range,
+    rows: ask.rows,
+    budget: ask.budget,
+  });
   try {
     return (await (check ? asCaller(db, caller, now, query) : rowsOf(query)))?.[0];
   } catch (err) {
@@ -93,7 +99,7 @@ async function fewer(listing: Listing, over: Chunk): Promise<Ask> {
   const { db, caller, now, ask } = listing;
   if (ask.basis === "guess") return { rows: rowsFitting(over, ask.budget), budget: ask.budget, basis: "average" };
   const [fit] = await rowsOf(
-    fittingRowsQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget }),
+    listing.statements.fittingRowsQuery(db, caller, now, { ...listing.range, rows: ask.rows, budget: ask.budget }),
   );
   // A single note over the budget (only the smaller budget for escapes can be that small) goes alone.
   return { rows: fit!.rows, budget: fit!.rows === 1 ? Number.MAX_SAFE_INTEGER : ask.budget, basis: "exact" };
@@ -158,7 +164,8 @@ function streamOf(listing: Listing, log: Logger): ReadableStream<Uint8Array> {
 }
 
 /**
- * The notes as one JSON array by id ascending: all of them, or with `limit` one page of at most `limit`
+ * The notes as one JSON array by id ascending (the caller's own, or with `shared` those shared with it): all of
+ * them, or with `limit` one page of at most `limit`
  * notes after `after`. Read from D1 in chunks of about LIST_CHUNK_BYTES of JSON (`chunkQuery`), each query
  * made only when the client asks for more, so memory and the time any one query holds the database stay
  * bounded whatever the number and size of the notes.
@@ -182,10 +189,22 @@ export async function listNotes(
   caller: AccessClaims | undefined,
   now: number,
   page: { limit: number; after: number | undefined } | undefined,
+  shared = false,
 ): Promise<NotesList | undefined> {
   const ask: Ask = { rows: page?.limit ?? MAX_CHUNK_ROWS, budget: LIST_CHUNK_BYTES, basis: "guess" };
   const range = { after: page?.after ?? EVERY_ID.after, upTo: EVERY_ID.upTo };
-  const listing: Listing = { db, caller, now, ask, range, pending: undefined, opened: false, cancelled: false };
+  const statements = shared ? sharedList : ownList;
+  const listing: Listing = {
+    statements,
+    db,
+    caller,
+    now,
+    ask,
+    range,
+    pending: undefined,
+    opened: false,
+    cancelled: false,
+  };
   const first = await readChunk(listing, true);
   if (!first) return undefined;
   const { version } = first;

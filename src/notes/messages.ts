@@ -45,5 +45,10 @@ export const NoteMessage = {
   ifMatchRequired: "This request needs an If-Match header with the note's ETag (NOTES_REQUIRE_IF_MATCH)",
   invalidCursor: "cursor is not a cursor of this feed",
   cursorExpired: "This cursor is older than the changes kept; sync again from the start, without a cursor",
+  viewerCannotChange: "This note is shared with you as a viewer: you may read it, not change it",
+  onlyOwnerDeletes:
+    "Only the note's owner may delete it; a note shared with you can be left instead (DELETE its share)",
+  sharedNeedsAccounts: "shared=true lists the notes shared with you: it needs accounts (NOTES_AUTH=required)",
+  sharedWithSearch: "shared cannot be combined with q: search looks in your own notes",
   internalError: "Internal server error",
 } as const;

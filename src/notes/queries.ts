@@ -6,7 +6,7 @@ import type { Placeholders } from "../db/compiled";
 import { notes } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { clockOwner, visibleTo, writableBy, type NotesCaller } from "./access";
+import { clockOwner, managedBy, roleOf, visibleTo, writableBy, type NotesCaller } from "./access";
 import { revisionsOf, type Precondition } from "./conditional";
 import { nextRevision, nextRevisionOfRow, noteJsonText, revisionMatches } from "./sql";
 
@@ -27,12 +27,15 @@ type ReadValues = { id: number };
 // No condition on the session: the check batched with it decides (asCaller), and throws the result away.
 const read = forCallerOf((db, p: Placeholders<ReadValues>, caller) =>
   db
-    .select(noteAnswer)
+    .select({ ...noteAnswer, role: (caller ? roleOf(caller) : sql<"owner">`'owner'`).as("role") })
     .from(notes)
     .where(and(eq(notes.id, p.id), visibleTo(caller))),
 );
 
-/** The note's JSON and revision, or no row. */
+/**
+ * The note's JSON and revision, and what the caller is to it (`owner` while notes are public; `editor` or `viewer`
+ * for a note shared with it), or no row.
+ */
 export const readNote = (db: Database, id: number, caller: AccessClaims | undefined, now: number) =>
   read(db, caller, now, { id });
 
@@ -50,6 +53,7 @@ export function newNoteRow(p: Placeholders<InsertValues & Now>, userId: AnySQLit
     createdAt: sql<number>`${p.now}`.as("created_at"),
     userId,
     revision: sql<number>`${revision}`.as("revision"),
+    updatedAt: sql<number>`${p.now}`.as("updated_at"),
   };
 }
 
@@ -58,7 +62,7 @@ const insert = forCallerOf((db, p: Placeholders<InsertValues & Now>, caller) => 
   if (!caller)
     return db
       .insert(notes)
-      .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision })
+      .values({ title: p.title, content: p.content, createdAt: p.now, userId: null, revision, updatedAt: p.now })
       .returning(noteAnswer);
   // Selected from the caller's live session: no row, so no note, once the session has ended.
   const session = liveSessionOf(db, caller, caller.now);
@@ -78,15 +82,17 @@ export const insertNote = (
 ) => insert(db, caller, now, { title, content });
 
 type UpdateValues = { id: number; title: string | null; content: string | null; revisions: string | null };
-function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: NotesCaller) {
+function updateOf(db: Database, p: Placeholders<UpdateValues & Now>, caller?: NotesCaller) {
   const newTitle = sql`coalesce(${p.title}, ${notes.title})`;
   const newContent = sql`coalesce(${p.content}, ${notes.content})`;
+  const changed = sql`${newTitle} IS NOT ${notes.title} OR ${newContent} IS NOT ${notes.content}`;
   return db
     .update(notes)
     .set({
       title: newTitle,
       content: newContent,
-      revision: sql`CASE WHEN ${newTitle} IS NOT ${notes.title} OR ${newContent} IS NOT ${notes.content} THEN ${nextRevisionOfRow()} ELSE ${notes.revision} END`,
+      revision: sql`CASE WHEN ${changed} THEN ${nextRevisionOfRow()} ELSE ${notes.revision} END`,
+      updatedAt: sql`CASE WHEN ${changed} THEN ${p.now} ELSE ${notes.updatedAt} END`,
     })
     .where(and(writableBy(caller, p.id), revisionMatches(p.revisions)))
     .returning(noteAnswer);
@@ -94,10 +100,10 @@ function updateOf(db: Database, p: Placeholders<UpdateValues>, caller?: NotesCal
 const update = forCallerOf(updateOf);
 
 /**
- * Sets the given fields (null keeps a field as it is) in one statement, only while the note's revision
- * satisfies `precondition` (If-Match): decided by the write itself, never by a value read before it. A
- * change of title or content gives the note its owner's next revision; the same values keep it. The
- * note's JSON and revision after it, or no row.
+ * Sets the given fields (null keeps a field as it is) in one statement, only while the caller may change the note
+ * (its owner, or an editor it is shared with) and its revision satisfies `precondition` (If-Match): decided by the
+ * write itself, never by a value read before it. A change of title or content gives the note its owner's next
+ * revision, whoever makes it; the same values keep it. The note's JSON and revision after it, or no row.
  */
 export function updateNote(
   db: Database,
@@ -112,10 +118,11 @@ export function updateNote(
 }
 
 type DeleteValues = { id: number; revisions: string | null };
+// Only the owner deletes a note: a grantee, editor or not, is refused (a 403 once read, routes.ts).
 const remove = forCallerOf((db, p: Placeholders<DeleteValues>, caller) =>
   db
     .delete(notes)
-    .where(and(writableBy(caller, p.id), revisionMatches(p.revisions)))
+    .where(and(managedBy(caller, p.id), revisionMatches(p.revisions)))
     .returning({ id: notes.id }),
 );
 
@@ -127,3 +134,18 @@ export const deleteNote = (
   now: number,
   precondition?: Precondition,
 ) => remove(db, caller, now, { id, revisions: revisionsOf(precondition) });
+
+// A read after a write that did nothing: no condition on the session either (asCaller's check decides).
+const role = forCallerOf((db, p: Placeholders<ReadValues>, caller) =>
+  db
+    .select({ role: (caller ? roleOf(caller) : sql<"owner">`'owner'`).as("role") })
+    .from(notes)
+    .where(and(eq(notes.id, p.id), visibleTo(caller))),
+);
+
+/**
+ * What the caller is to note `id` (`owner`, `editor`, `viewer`), or no row when it may not see it: read after a
+ * write that did nothing, to answer a grantee without the right 403 and anyone else 404.
+ */
+export const readRole = (db: Database, id: number, caller: AccessClaims | undefined, now: number) =>
+  role(db, caller, now, { id });

@@ -83,6 +83,15 @@ export const ListQuery = v.pipe(
         ),
       ),
     ),
+    shared: v.optional(
+      v.pipe(
+        v.picklist(["true", "false"], "shared must be true or false"),
+        v.description(
+          "`true`: the notes other accounts shared with you (NOTES_AUTH=required), paged like the list; `false` or absent: your own.",
+        ),
+        v.transform((raw) => raw === "true"),
+      ),
+    ),
     offset: v.optional(
       v.pipe(
         v.string(),
@@ -101,6 +110,7 @@ export const ListQuery = v.pipe(
     "after cannot be combined with q; search pages use offset",
   ),
   v.check((query) => query.offset === undefined || query.q !== undefined, "offset is only allowed together with q"),
+  v.check((query) => !(query.shared === true && query.q !== undefined), NoteMessage.sharedWithSearch),
 );
 
 /**

@@ -12,6 +12,7 @@ import {
   idParameter,
   ifMatchParameter,
   ifNoneMatchParameter,
+  listAnswers,
   notesErrors,
   notesOperation,
   noteNotFound,
@@ -22,11 +23,13 @@ import {
 } from "./docs";
 import {
   createdOnce,
+  forbidden,
   listAnswer,
   noteAnswer,
   notFound,
   notModified,
   preconditionFailed,
+  readForCaller,
   searchAnswer,
   written,
   whyNotWritten,
@@ -64,28 +67,15 @@ export const notesApp = new Hono<AppEnv>()
     "/",
     describeRoute({
       ...notesOperation,
-      summary: "List or search notes",
+      summary: "List or search notes, yours or those shared with you",
       parameters: [ifNoneMatchParameter],
       description:
         `All notes by id ascending; with \`limit\` (1 to ${MAX_PAGE_SIZE}) one page, and a \`Link: <…>; rel="next"\` header when more exist. ` +
+        "With NOTES_AUTH=required your own notes, or with `shared=true` the notes other accounts shared with you, paged the same way. " +
         "With `q`, a search: the notes whose title or content contain every word, those that match in their title first, then the newest first, " +
         `${DEFAULT_SEARCH_LIMIT} per page unless \`limit\` says otherwise (fewer when the notes are large), the next page in \`Link\` (with \`offset\`).`,
       responses: {
-        "200": json(
-          "The notes",
-          { type: "array", items: ref("Note") },
-          {
-            Link: { description: "The next page, when paging", schema: { type: "string" } },
-            ETag: {
-              description: "The list's (or page's) version; not on a search. Send it back in If-None-Match to poll",
-              schema: { type: "string" },
-            },
-          },
-        ),
-        "304": {
-          description: "Not modified: no note the list covers has changed since its ETag; no body",
-          headers: { ETag: { schema: { type: "string" } } },
-        },
+        ...listAnswers,
         "400": jsonError(
           "Bad paging or search parameters",
           `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`,
@@ -94,6 +84,9 @@ export const notesApp = new Hono<AppEnv>()
           NoteMessage.searchTooLong,
           NoteMessage.searchTooManyWords,
           "offset must be an integer of at least 0",
+          "shared must be true or false",
+          NoteMessage.sharedWithSearch,
+          NoteMessage.sharedNeedsAccounts,
           NoteMessage.invalidIfNoneMatch,
         ),
         "429": throttled(jsonError("Per-client limit of searches (only with `q`)", NoteMessage.searchThrottled)),
@@ -103,9 +96,10 @@ export const notesApp = new Hono<AppEnv>()
     limitSearches,
     queryParams(ListQuery),
     async (c) => {
-      const { limit, after, q, offset } = c.req.valid("query");
+      const { limit, after, q, offset, shared } = c.req.valid("query");
+      if (shared && !c.var.caller) return c.json({ error: NoteMessage.sharedNeedsAccounts }, 400);
       return q === undefined
-        ? listAnswer(c, limit, after)
+        ? listAnswer(c, limit, after, shared ?? false)
         : searchAnswer(c, q, limit ?? DEFAULT_SEARCH_LIMIT, offset ?? 0);
     },
   )
@@ -181,6 +175,7 @@ export const notesApp = new Hono<AppEnv>()
     describeRoute({
       ...notesOperation,
       summary: "Read a note",
+      description: "Your own note, or with NOTES_AUTH=required one shared with you (as a viewer or an editor).",
       parameters: [idParameter, ifNoneMatchParameter],
       responses: {
         "200": noteWithETag("The note"),
@@ -196,10 +191,9 @@ export const notesApp = new Hono<AppEnv>()
     }),
     async (c) => {
       const id = parseNoteId(c.req.param("id"));
-      const { db, caller } = c.var;
       const now = Date.now();
       const ifNoneMatch = readETags(c, "If-None-Match");
-      const found = await asCaller(db, caller, now, readNote(db, id, caller, now));
+      const found = await readForCaller(c, id, now);
       if (!found) return notesUnauthorized(c);
       const note = found[0];
       if (!note) return notFound(c);
@@ -227,6 +221,7 @@ export const notesApp = new Hono<AppEnv>()
           NoteMessage.invalidIfMatch,
           ...badJson,
         ),
+        "403": jsonError("The note is shared with the caller as a viewer", NoteMessage.viewerCannotChange),
         "404": noteNotFound,
         ...preconditionErrors,
         ...noteWriteErrors,
@@ -248,14 +243,20 @@ export const notesApp = new Hono<AppEnv>()
         if (!found) return notesUnauthorized(c);
         const note = found[0];
         if (!note) return notFound(c);
+        if (note.role === "viewer") return forbidden(c, NoteMessage.viewerCannotChange);
         return ifMatch && !matches(ifMatch, note.revision)
           ? preconditionFailed(c, note.revision)
           : noteAnswer(c, note, 200);
       }
-      const updated = await written(c, now, updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch));
+      // The note may be shared: everyone who reads it hears of the change.
+      const update = updateNote(db, id, caller, now, title ?? null, content ?? null, ifMatch);
+      const updated = await written(c, now, update, caller && c.var.watchers.readers(id));
       if (!updated) return notesUnauthorized(c);
       if (updated[0]) return noteAnswer(c, updated[0], 200);
-      return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
+      // Public notes have no grantees: only If-Match can refuse a note that is there.
+      return ifMatch || caller
+        ? whyNotWritten(c, id, now, { write: "change", conditional: ifMatch !== undefined })
+        : notFound(c);
     },
   )
   .delete(
@@ -271,6 +272,7 @@ export const notesApp = new Hono<AppEnv>()
           NoteMessage.invalidId,
           NoteMessage.invalidIfMatch,
         ),
+        "403": jsonError("The note is shared with the caller: only its owner deletes it", NoteMessage.onlyOwnerDeletes),
         "404": noteNotFound,
         ...preconditionErrors,
         "429": noteWriteErrors["429"],
@@ -282,10 +284,18 @@ export const notesApp = new Hono<AppEnv>()
       const { db, caller, config } = c.var;
       const ifMatch = writePrecondition(c, config.notesRequireIfMatch);
       const now = Date.now();
-      const deleted = await written(c, now, deleteNote(db, id, caller, now, ifMatch));
+      // Its readers are read before it goes, in the same transaction: the grantees hear of it too.
+      const deleted = await written(
+        c,
+        now,
+        deleteNote(db, id, caller, now, ifMatch),
+        caller && c.var.watchers.readers(id),
+      );
       if (!deleted) return notesUnauthorized(c);
       if (deleted[0]) return c.body(null, 204);
-      return ifMatch ? whyNotWritten(c, id, now) : notFound(c);
+      return ifMatch || caller
+        ? whyNotWritten(c, id, now, { write: "delete", conditional: ifMatch !== undefined })
+        : notFound(c);
     },
   );
 

@@ -18,6 +18,9 @@ export const notes = sqliteTable(
     // The owner's sequence number (note_clocks) at the note's last change: its ETag, and its place in the
     // changes feed. Set by the statement that writes the note; triggers move the owner's clock on.
     revision: integer("revision").notNull().default(0),
+    // When the title or the content last changed (created_at until then), set by the statement that changes
+    // them; what a public link shows as `updated_at` (docs/sharing.md). An attachment does not move it.
+    updatedAt: integer("updated_at").notNull().default(0),
   },
   (table) => [
     index("notes_user_id_id").on(table.userId, table.id),

@@ -4,7 +4,7 @@ import type { Placeholders } from "../db/compiled";
 import { notes } from "./schema";
 import type { AccessClaims } from "../lib/access-token";
 import type { Database } from "../types";
-import { visibleTo, type NotesCaller } from "./access";
+import { ownedBy, type NotesCaller } from "./access";
 import { LIST_CHUNK_BYTES, noteJsonText, noteSize } from "./sql";
 
 /**
@@ -72,7 +72,7 @@ export function countWords(q: string): number {
 function searchOf(db: Database, p: Placeholders<SearchValues>, caller: NotesCaller) {
   const ranked = sql`SELECT ${notes.id} AS id, highlight(notes_fts, 0, '[', ']') = ${notes.title} AS title_miss, ${noteSize} AS size
     FROM notes_fts CROSS JOIN ${notes} ON ${notes.id} = notes_fts.rowid
-    WHERE ${and(sql`notes_fts MATCH ${p.match}`, visibleTo(caller))}
+    WHERE ${and(sql`notes_fts MATCH ${p.match}`, ownedBy(caller))}
     ORDER BY title_miss, id DESC LIMIT ${p.limit} + 1 OFFSET ${p.offset}`;
   const page = sql`(
     SELECT id, row_number() OVER w AS n, sum(size) OVER w AS reach FROM (${ranked})

@@ -38,7 +38,7 @@ export const noteSize = estimatedJsonBytes(NOTE_JSON_OVERHEAD);
  * `date()` and integer arithmetic take a third of the time of one `strftime('%Y-%m-%dT%H:%M:%fZ', …)`,
  * which remains for times before 1970, where `%` of a negative number would not do.
  */
-function isoTimestamp(ms: SQLWrapper): SQL {
+export function isoTimestamp(ms: SQLWrapper): SQL {
   return sql`CASE WHEN ${ms} >= 0
     THEN date(${ms} / 1000, 'unixepoch') || printf('T%02d:%02d:%02d.%03dZ', ${ms} / 3600000 % 24, ${ms} / 60000 % 60, ${ms} / 1000 % 60, ${ms} % 1000)
     ELSE strftime('%Y-%m-%dT%H:%M:%fZ', ${ms} / 1000.0, 'unixepoch') END`;

@@ -60,11 +60,16 @@ async function stopReceiver(): Promise<void> {
   await exited;
 }
 
+/** Resolves once `done()` holds, or DELIVERY_WAIT_MS has passed. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + DELIVERY_WAIT_MS;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+}
+
 /** The receiver's lines for deliveries of `type`, once there is one (or DELIVERY_WAIT_MS has passed). */
 async function deliveriesOf(type: string): Promise<string[]> {
-  const deadline = Date.now() + DELIVERY_WAIT_MS;
   const matching = () => printed.filter((line) => line.split(" ")[2] === type);
-  while (matching().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  await until(() => matching().length > 0);
   return matching();
 }
 
@@ -167,18 +172,21 @@ test("a delivery the stopped receiver missed comes again once it is back, verifi
     lines.every((line) => line.startsWith("verified ")),
     printed.join("\n"),
   );
-  // The worker's log: the attempt made while the receiver was down failed, a later one delivered it.
-  const log = worker!
-    .output()
-    .split("\n")
-    .filter((line) => line.includes(id));
+  // The worker's log: the attempt made while the receiver was down failed, a later one delivered it (logged once the
+  // receiver's answer is in, so a moment after the receiver printed it).
+  const logOf = () =>
+    worker!
+      .output()
+      .split("\n")
+      .filter((line) => line.includes(id));
+  await until(() => logOf().some((line) => line.includes("webhook_delivered")));
   assert.ok(
-    log.some((line) => line.includes("webhook_attempt_failed")),
-    log.join("\n"),
+    logOf().some((line) => line.includes("webhook_attempt_failed")),
+    logOf().join("\n"),
   );
   assert.ok(
-    log.some((line) => line.includes("webhook_delivered")),
-    log.join("\n"),
+    logOf().some((line) => line.includes("webhook_delivered")),
+    logOf().join("\n"),
   );
   const [outbox] = worker!.query(
     `SELECT attempts FROM webhook_outbox JOIN audit_events ON audit_events.id = webhook_outbox.event_id

@@ -16,9 +16,9 @@
  *   body (`# {"id":1,…}`), on its line or the next, must answer exactly that: a status needs `curl -i`;
  *   `…` stands for any text, an ISO timestamp for any timestamp. Every command must exit with 0.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo, Server as NetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -30,7 +30,8 @@ import PostalMime from "postal-mime";
 import { SMTPServer } from "smtp-server";
 import { DEFAULT_PORT, devSettings, startLocalProvider, type LocalProvider } from "../../scripts/oauth-provider.ts";
 import { base32Decode, stepAt, totpAt, TOTP_STEP_SECONDS } from "../../src/lib/totp.ts";
-import { root, START_WORKER_TIMEOUT_MS, startWorker, tail, type Worker } from "./wrangler-dev.ts";
+import { failuresOf, runInBash, stepsOf, walkThroughBlocks } from "./walk-throughs.ts";
+import { root, START_WORKER_TIMEOUT_MS, startWorker, type Worker } from "./wrangler-dev.ts";
 
 /** The documents whose walk-throughs run, in this order, each in a bash of its own, against one worker. */
 const WALK_THROUGHS = ["README.md", "docs/sessions.md", "docs/mfa.md", "docs/social-sign-in.md"];
@@ -41,14 +42,6 @@ const DOC_ADDRESSES = {
 };
 const MAIL_WAIT_MS = 15_000;
 const RUN_TIMEOUT_MS = 120_000;
-
-/** One command of a walk-through, with what it must answer. */
-interface Step {
-  /** Where it starts, for messages: `README.md:183`. */
-  at: string;
-  command: string;
-  expected: { status?: number; body?: string } | undefined;
-}
 
 const tmp = mkdtempSync(join(tmpdir(), "notes-e2e-readme-"));
 let worker: Worker | undefined;
@@ -61,176 +54,21 @@ const mailedCodes: string[] = [];
 let codesRead = 0;
 let lastTotpStep = 0;
 
-// --- What the walk-throughs say ---------------------------------------------------------------------
-
-/** The ```sh blocks of the sections whose heading names a walk-through, and of their subsections. */
-export function walkThroughBlocks(markdown: string): Array<{ line: number; text: string }> {
-  const blocks: Array<{ line: number; text: string }> = [];
-  let inside: number | undefined; // the level of the walk-through heading we are under
-  let block: { line: number; lines: string[] } | undefined;
-  for (const [i, line] of markdown.split("\n").entries()) {
-    if (block) {
-      if (line.startsWith("```")) {
-        blocks.push({ line: block.line, text: block.lines.join("\n") });
-        block = undefined;
-      } else block.lines.push(line);
-      continue;
-    }
-    const heading = /^(#+)\s+(.*)$/.exec(line);
-    if (heading) {
-      const level = heading[1]!.length;
-      if (inside !== undefined && level <= inside) inside = undefined;
-      if (inside === undefined && /walk-through/i.test(heading[2]!)) inside = level;
-    } else if (line.trim() === "```sh" && inside !== undefined) {
-      block = { line: i + 2, lines: [] };
-    }
-  }
-  return blocks;
-}
-
-/** An expectation comment: a status and maybe a body, or a JSON body; undefined for prose. */
-function expectation(comment: string): Step["expected"] {
-  const status = /^(\d{3})(?:\s+(.+))?$/.exec(comment);
-  if (status) return { status: Number(status[1]), body: status[2] };
-  return /^[[{]/.test(comment) ? { body: comment } : undefined;
-}
-
-/** The trailing comment of a command line (a ` # ` outside quotes), and the line without it. */
-function splitComment(line: string): { code: string; comment: string | undefined } {
-  let quote: string | undefined;
-  for (let i = 0; i < line.length; i++) {
-    const char = line[i]!;
-    if (quote) {
-      if (char === quote) quote = undefined;
-      else if (char === "\\" && quote === '"') i++;
-    } else if (char === "'" || char === '"') quote = char;
-    else if (char === "#" && (i === 0 || /\s/.test(line[i - 1]!)))
-      return { code: line.slice(0, i).trimEnd(), comment: line.slice(i + 1).trim() };
-  }
-  return { code: line, comment: undefined };
-}
-
-/** What the check puts instead of a value the reader reads elsewhere. */
-function readValue(code: string, comment: string | undefined): string {
-  const assignment = /^([A-Z_][A-Z0-9_]*)=\S+$/.exec(code);
-  if (!assignment || comment === undefined) return code;
-  if (/mail in the dev terminal/.test(comment)) return `${assignment[1]}=$(curl -sf "$README_CHECK/mail-code")`;
-  if (/authenticator app shows/.test(comment))
-    return `${assignment[1]}=$(curl -sf "$README_CHECK/totp?secret=$SECRET")`;
-  return code;
-}
-
-/** The steps of a block: each command (with its continuation lines) and the answer shown for it. */
-export function stepsOf(file: string, block: { line: number; text: string }): Step[] {
-  const steps: Step[] = [];
-  const lines = block.text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const at = `${file}:${block.line + i}`;
-    const { code, comment } = splitComment(lines[i]!);
-    if (code.trim() === "") continue;
-    let command = readValue(code, comment);
-    let trailing = comment;
-    while (command.endsWith("\\") && i + 1 < lines.length) {
-      const next = splitComment(lines[++i]!);
-      command = `${command}\n${next.code}`;
-      trailing = next.comment;
-    }
-    // The answer: on the command's own line, or the comment line right after it.
-    let expected = trailing === undefined ? undefined : expectation(trailing);
-    const following = lines[i + 1]?.trim();
-    if (!expected && following?.startsWith("#")) expected = expectation(following.slice(1).trim());
-    for (const [address, variable] of Object.entries(DOC_ADDRESSES)) command = command.replaceAll(address, variable);
-    steps.push({ at, command, expected });
-  }
-  return steps;
-}
-
 // --- Running them ------------------------------------------------------------------------------------
-
-/**
- * Runs the steps in one bash, each one's output and status kept apart; answers them in order. Not
- * spawnSync: this process serves the mail codes and TOTP codes the script asks for while it runs.
- */
-async function runInBash(
-  name: string,
-  steps: Step[],
-): Promise<Array<{ output: string; error: string; status: number | undefined }>> {
-  const dir = mkdtempSync(join(tmp, `${name}-`));
-  const script = [
-    "set -u",
-    ...steps.map((step, i) => `{ ${step.command}\n} >"${dir}/${i}.out" 2>"${dir}/${i}.err"; echo $? >"${dir}/${i}.rc"`),
-  ].join("\n");
-  writeFileSync(join(dir, "walk-through.sh"), script);
-  const bash = spawn("bash", [join(dir, "walk-through.sh")], {
-    cwd: dir,
-    env: { ...process.env, README_ORIGIN: worker!.origin, README_PROVIDER: provider!.issuer, README_CHECK: helperUrl },
-    stdio: ["ignore", "ignore", "pipe"],
-    timeout: RUN_TIMEOUT_MS,
-  });
-  let stderr = "";
-  bash.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  await new Promise<void>((resolve, reject) => bash.once("error", reject).once("close", () => resolve()));
-  const read = (file: string) => {
-    try {
-      return readFileSync(join(dir, file), "utf8");
-    } catch {
-      return undefined;
-    }
-  };
-  return steps.map((_, i) => ({
-    output: read(`${i}.out`) ?? "",
-    error:
-      read(`${i}.err`) ??
-      (bash.signalCode ? `bash was stopped (${bash.signalCode}) after ${RUN_TIMEOUT_MS / 1000} s` : stderr),
-    status: read(`${i}.rc`) === undefined ? undefined : Number(read(`${i}.rc`)),
-  }));
-}
-
-/** The expected text as a pattern: `…` is any text, an ISO timestamp any timestamp, the rest literal. */
-function pattern(expected: string): RegExp {
-  const iso = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
-  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll("…", "[\\s\\S]*?");
-  const parts = expected.split(iso).map(literal);
-  return new RegExp(`^${parts.join("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z")}$`);
-}
-
-/** Why the output differs from what the walk-through shows, or undefined. */
-function mismatch(step: Step, output: string): string | undefined {
-  const expected = step.expected!;
-  const head = /^HTTP\/[\d.]+ (\d{3})[^\n]*\r?\n([\s\S]*?)\r?\n\r?\n/.exec(output);
-  if (expected.status !== undefined && !head)
-    return `shows status ${expected.status}, but the command prints no status line (curl -i)`;
-  if (head && expected.status !== undefined && Number(head[1]) !== expected.status)
-    return `shows status ${expected.status}, got ${head[1]}`;
-  const body = (head ? output.slice(head[0].length) : output).trim();
-  if (expected.body !== undefined && !pattern(expected.body).test(body))
-    return `shows ${expected.body}\n  got   ${body}`;
-  return undefined;
-}
 
 /** Runs a document's walk-throughs; the failures, one a line, with where they are. */
 async function walkThrough(file: string): Promise<string[]> {
-  const steps = walkThroughBlocks(readFileSync(join(root, file), "utf8")).flatMap((block) => stepsOf(file, block));
+  const steps = walkThroughBlocks(readFileSync(join(root, file), "utf8")).flatMap((block) =>
+    stepsOf(file, block, DOC_ADDRESSES),
+  );
   assert.ok(
     steps.some((step) => step.expected),
     `${file}: no walk-through with an answer to check`,
   );
-  const results = await runInBash(file.replace(/\W/g, "_"), steps);
-  const failures: string[] = [];
-  for (const [i, step] of steps.entries()) {
-    const { output, error, status } = results[i]!;
-    const where = `${step.at}: ${step.command.split("\n")[0]}`;
-    if (status === undefined) {
-      failures.push(`${where}\n  did not run: the shell stopped before it (${tail(error, 3)})`);
-      break;
-    }
-    if (status !== 0) failures.push(`${where}\n  exited with ${status}: ${tail(error, 3)}`);
-    else if (step.expected) {
-      const why = mismatch(step, output);
-      if (why) failures.push(`${where}\n  ${why}`);
-    }
-  }
-  return failures;
+  const dir = mkdtempSync(join(tmp, `${file.replace(/\W/g, "_")}-`));
+  const env = { README_ORIGIN: worker!.origin, README_PROVIDER: provider!.issuer, README_CHECK: helperUrl };
+  const results = await runInBash(dir, steps, env, RUN_TIMEOUT_MS);
+  return failuresOf(steps, results);
 }
 
 // --- What the reader reads elsewhere: the dev terminal's mail, the authenticator app ----------------

@@ -116,7 +116,13 @@ describe("notesCleanUp", () => {
     const kept = await key(now - MINUTE);
 
     const results = await cleanUp(now);
-    expect(Object.keys(results)).toEqual(["expiredIdempotencyKeys", "prunedClocks", "prunedTombstones"]);
+    expect(Object.keys(results)).toEqual([
+      "expiredIdempotencyKeys",
+      "prunedClocks",
+      "prunedTombstones",
+      "prunedShareEnds",
+      "expiredShareAddresses",
+    ]);
     expect(results.expiredIdempotencyKeys).toContainEqual({ id: expired });
     expect(results.expiredIdempotencyKeys).not.toContainEqual({ id: kept });
     expect(results.prunedClocks).toContainEqual({ owner: userId });

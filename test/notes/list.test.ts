@@ -5,7 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vite
 import { createLogger } from "../../src/lib/log";
 import { rowsOf } from "../../src/db/compiled";
 import { LIST_ABORTED, listNotes } from "../../src/notes/list";
-import { chunkQuery, EVERY_ID } from "../../src/notes/list-queries";
+import { EVERY_ID, ownList } from "../../src/notes/list-queries";
 import { LIST_CHUNK_BYTES } from "../../src/notes/sql";
 import { call, callWithEnv, JSON_TYPE, jsonOf } from "../support/app";
 
@@ -470,7 +470,7 @@ describe("GET /notes on a database of its own", () => {
     }));
     await seedOneByOne(db(), rows);
     const expected = await expectedNotes(db(), mark, rows);
-    const query = chunkQuery(drizzle(db()), undefined, Date.now(), {
+    const query = ownList.chunkQuery(drizzle(db()), undefined, Date.now(), {
       ...EVERY_ID,
       rows: 100,
       budget: LIST_CHUNK_BYTES,
@@ -548,7 +548,7 @@ describe("GET /notes on a database of its own", () => {
   it("lets a chunk's query share one D1 batch with another statement", async () => {
     const rows = seeds(marker("batch"), 3);
     await seedOneByOne(db(), rows);
-    const query = chunkQuery(drizzle(db()), undefined, Date.now(), {
+    const query = ownList.chunkQuery(drizzle(db()), undefined, Date.now(), {
       ...EVERY_ID,
       rows: 100,
       budget: LIST_CHUNK_BYTES,

@@ -384,6 +384,7 @@ describe("typed client (hc<AppType>)", () => {
       limit?: string | undefined;
       after?: string | undefined;
       q?: string | undefined;
+      shared?: "true" | "false" | undefined;
       offset?: string | undefined;
     }>();
     const response = await client.notes.$get({ query: { q: word, limit: "5", offset: "0" } });

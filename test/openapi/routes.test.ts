@@ -8,10 +8,16 @@ import { AdminMessage } from "../../src/lib/admin";
 import { app, type AppType } from "../../src/index";
 import { LiveMessage } from "../../src/live/messages";
 import { NoteMessage } from "../../src/notes/messages";
-import { BASE, call, PASSWORD, randomEmail } from "../support/app";
+import { SharingMessage } from "../../src/notes/sharing/messages";
+import { account, bearer, logIn } from "../support/accounts";
+import { BASE, call, fetchWithEnv, PASSWORD, randomEmail } from "../support/app";
 import { mailedCode } from "../support/mail";
+import { PRIVATE_NOTES } from "../support/notes";
 
-type Operation = { requestBody?: { content: { "application/json": { schema: Record<string, unknown> } } } };
+type Operation = {
+  requestBody?: { content: { "application/json": { schema: Record<string, unknown> } } };
+  responses: Record<string, unknown>;
+};
 type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
 
 async function openApi(): Promise<Document> {
@@ -78,6 +84,38 @@ describe("GET /openapi.json", () => {
       expect(socket.description).toContain(frame);
   });
 
+  it("documents every sharing route with its answers", async () => {
+    const doc = await openApi();
+    const statuses = (path: string, method: string) => Object.keys(doc.paths[path]![method]!.responses).sort();
+    expect(statuses("/notes/{id}/links", "post")).toEqual(["201", "400", "401", "403", "404", "409", "429", "500"]);
+    expect(statuses("/notes/{id}/links", "get")).toEqual(["200", "400", "401", "403", "404", "500"]);
+    expect(statuses("/notes/{id}/links/{linkId}", "delete")).toEqual(["204", "400", "401", "403", "404", "429", "500"]);
+    expect(statuses("/shared/{token}", "get")).toEqual(["200", "404", "429", "500"]);
+    expect(statuses("/notes/{id}/shares", "post")).toEqual([
+      "201",
+      "400",
+      "401",
+      "403",
+      "404",
+      "409",
+      "413",
+      "429",
+      "500",
+    ]);
+    expect(statuses("/notes/{id}/shares", "get")).toEqual(["200", "400", "401", "404", "500"]);
+    expect(statuses("/notes/{id}/shares/{shareId}", "patch")).toEqual([
+      "200",
+      "400",
+      "401",
+      "403",
+      "404",
+      "413",
+      "429",
+      "500",
+    ]);
+    expect(statuses("/notes/{id}/shares/{shareId}", "delete")).toEqual(["204", "400", "401", "404", "429", "500"]);
+  });
+
   it("documents the admin API under its own tag and security scheme, with every answer it gives", async () => {
     type Described = { tags: string[]; security: unknown[] };
     const doc = (await openApi()) as unknown as {
@@ -112,6 +150,7 @@ describe("GET /openapi.json", () => {
       ...Object.values(AuthMessage),
       ...Object.values(NoteMessage),
       ...Object.values(LiveMessage),
+      ...Object.values(SharingMessage),
       ...Object.values(adminMessages),
       ...Object.values(BanMessage),
       ...Object.values(AuditMessage),
@@ -179,5 +218,56 @@ describe("typed client (hc<AppType>)", () => {
     expect(await page.json()).toEqual([{ ...note, content: "edited" }]);
     expect((await client.notes[":id"].$delete({ param: { id } })).status).toBe(204);
     expect((await client.notes[":id"].$get({ param: { id } })).status).toBe(404);
+  });
+
+  it("drives sharing with two accounts: a public link and its note, a share, the shared list, a role, leaving", async () => {
+    const [ownerEmail, granteeEmail] = [await account(), await account()];
+    const as = async (email: string) =>
+      hc<AppType>(BASE, { fetch: fetchWithEnv(PRIVATE_NOTES), headers: bearer((await logIn(email)).token) });
+    const [owner, grantee] = [await as(ownerEmail), await as(granteeEmail)];
+
+    const created = await owner.notes.$post({ json: { title: "Shared", content: "typed" } });
+    if (created.status !== 201) expect.fail(`create answered ${created.status}`);
+    const note = await created.json();
+    const id = String(note.id);
+
+    const made = await owner.notes[":id"].links.$post({ param: { id } });
+    if (made.status !== 201) expect.fail(`link answered ${made.status}`);
+    const link = await made.json();
+    expect(link.url).toBe(`${BASE}/shared/${link.token}`);
+    const opened = await owner.shared[":token"].$get({ param: { token: link.token } });
+    if (opened.status !== 200) expect.fail(`the link answered ${opened.status}`);
+    expect(await opened.json()).toEqual({
+      title: "Shared",
+      content: "typed",
+      created_at: note.created_at,
+      updated_at: note.created_at,
+    });
+    expect(await (await owner.notes[":id"].links.$get({ param: { id } })).json()).toEqual([
+      { id: link.id, created_at: link.created_at },
+    ]);
+
+    const shared = await owner.notes[":id"].shares.$post({
+      param: { id },
+      json: { email: granteeEmail, role: "viewer" },
+    });
+    if (shared.status !== 201) expect.fail(`share answered ${shared.status}`);
+    const share = await shared.json();
+    expect(await (await grantee.notes.$get({ query: { shared: "true" } })).json()).toEqual([note]);
+    const role = await owner.notes[":id"].shares[":shareId"].$patch({
+      param: { id, shareId: share.id },
+      json: { role: "editor" },
+    });
+    expect(await role.json()).toEqual({ ...share, role: "editor" });
+    expect(await (await grantee.notes[":id"].shares.$get({ param: { id } })).json()).toEqual([
+      { ...share, role: "editor" },
+    ]);
+
+    expect((await grantee.notes[":id"].shares[":shareId"].$delete({ param: { id, shareId: share.id } })).status).toBe(
+      204,
+    );
+    expect((await grantee.notes[":id"].$get({ param: { id } })).status).toBe(404);
+    expect((await owner.notes[":id"].links[":linkId"].$delete({ param: { id, linkId: link.id } })).status).toBe(204);
+    expect((await owner.shared[":token"].$get({ param: { token: link.token } })).status).toBe(404);
   });
 });

@@ -97,6 +97,16 @@ export function anotherClient(): Record<string, string> {
   return { "CF-Connecting-IP": `198.${18 + (clients >> 16)}.${(clients >> 8) & 255}.${clients & 255}` };
 }
 
+/** A `fetch` for a client (such as `hc<AppType>`) of the app with some bindings replaced, as callWithEnv sends. */
+export function fetchWithEnv(overrides: Overrides) {
+  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(new Request(input, init), { ...env, ...overrides } as Bindings, ctx);
+    await waitOnExecutionContext(ctx);
+    return response;
+  };
+}
+
 /** How many answers of a burst had each status. */
 export function tally(responses: Response[]): Record<number, number> {
   const counts: Record<number, number> = {};

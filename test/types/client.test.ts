@@ -16,6 +16,8 @@ import type { AttachmentJson } from "../../src/notes/attachments/shapes";
 import type { ChangesPage } from "../../src/notes/changes";
 import type { NoteMessage } from "../../src/notes/messages";
 import type { NoteJson } from "../../src/notes/requests";
+import type { SharingMessage } from "../../src/notes/sharing/messages";
+import type { LinkJson, NewLinkJson, SharedNoteJson, ShareJson } from "../../src/notes/sharing/shapes";
 
 const api = hc<AppType>("http://api.test", {
   fetch: (input: RequestInfo | URL, init?: RequestInit) => exports.default.fetch(new Request(input, init)),
@@ -37,6 +39,17 @@ type LiveTicket = Awaited<ReturnType<(typeof api.changes)["live-ticket"]["$post"
 type Attachments = (typeof api.notes)[":id"]["attachments"];
 type Upload = Awaited<ReturnType<Attachments["$post"]>>;
 type ListAttachments = Awaited<ReturnType<Attachments["$get"]>>;
+type Links = (typeof api.notes)[":id"]["links"];
+type MakeLink = Awaited<ReturnType<Links["$post"]>>;
+type ListLinks = Awaited<ReturnType<Links["$get"]>>;
+type RevokeLink = Awaited<ReturnType<Links[":linkId"]["$delete"]>>;
+type OpenLink = Awaited<ReturnType<(typeof api.shared)[":token"]["$get"]>>;
+type Shares = (typeof api.notes)[":id"]["shares"];
+type MakeShare = Awaited<ReturnType<Shares["$post"]>>;
+type ListShares = Awaited<ReturnType<Shares["$get"]>>;
+type ChangeRole = Awaited<ReturnType<Shares[":shareId"]["$patch"]>>;
+type EndShare = Awaited<ReturnType<Shares[":shareId"]["$delete"]>>;
+type ListNotes = typeof api.notes.$get;
 
 /** The JSON body of the answers of `R` with status `S`. */
 type BodyOf<R, S extends number> = R extends { status: S; json(): Promise<infer B> } ? B : never;
@@ -133,6 +146,38 @@ describe("typed client", () => {
     );
     const linked = await api.attachments[":attachmentId"].$get({ param: { attachmentId: "a" } });
     expect(linked.status).toBe(404);
+  });
+
+  it("types every sharing route: links, the public link's note, shares and their refusals", async () => {
+    expectTypeOf<BodyOf<MakeLink, 201>>().toEqualTypeOf<NewLinkJson>();
+    expectTypeOf<BodyOf<MakeLink, 409>>().toEqualTypeOf<{ error: typeof SharingMessage.tooManyLinks }>();
+    expectTypeOf<BodyOf<MakeLink, 403>>().toExtend<{ error: string }>();
+    expectTypeOf<BodyOf<ListLinks, 200>>().toEqualTypeOf<LinkJson[]>();
+    expectTypeOf<RevokeLink["status"]>().toExtend<number>();
+    expectTypeOf<Extract<RevokeLink, { status: 204 }>>().not.toBeNever();
+    expectTypeOf<BodyOf<OpenLink, 200>>().toEqualTypeOf<SharedNoteJson>();
+    expectTypeOf<BodyOf<OpenLink, 404>>().toExtend<{ error: string }>();
+    expectTypeOf<BodyOf<MakeShare, 201>>().toEqualTypeOf<ShareJson>();
+    expectTypeOf<{ error: typeof SharingMessage.shareWithSelf }>().toExtend<BodyOf<MakeShare, 400>>();
+    expectTypeOf<{ error: typeof SharingMessage.tooManyAddresses }>().toExtend<BodyOf<MakeShare, 429>>();
+    expectTypeOf<BodyOf<ListShares, 200>>().toEqualTypeOf<ShareJson[]>();
+    expectTypeOf<BodyOf<ChangeRole, 200>>().toEqualTypeOf<ShareJson>();
+    expectTypeOf<Extract<EndShare, { status: 204 }>>().not.toBeNever();
+    // With public notes (the suite's own), the calls go through and answer that sharing needs accounts.
+    const share = await api.notes[":id"].shares.$post({
+      param: { id: "1" },
+      json: { email: "grace@example.com", role: "viewer" },
+    });
+    expect(share.status).toBe(404);
+    const link = await api.notes[":id"].links.$post({ param: { id: "1" } });
+    expect(link.status).toBe(404);
+    const opened = await api.shared[":token"].$get({ param: { token: "A".repeat(43) } });
+    expect(opened.status).toBe(404);
+    // GET /notes?shared=true: the notes shared with the caller, typed as the list is.
+    expectTypeOf<NonNullable<Parameters<ListNotes>[0]>["query"]["shared"]>().toEqualTypeOf<
+      "true" | "false" | undefined
+    >();
+    expectTypeOf<BodyOf<Awaited<ReturnType<ListNotes>>, 200>>().toEqualTypeOf<NoteJson[]>();
   });
 
   it("types a conditional update's 412", () => {

@@ -1,3 +1,4 @@
+import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type { Config } from "../../config";
 import { clientKey } from "../../lib/client-key";
@@ -5,6 +6,7 @@ import { maskEmail, type Logger } from "../../lib/log";
 import { sendEmail, type Mail } from "../../lib/mail";
 import type { AppEnv, Database } from "../../types";
 import { claimMailBudget, type Audience } from "../limits/mail-budget";
+import { users } from "../schema";
 import { WRONG_CODES_PER_HOUR } from "../policy";
 
 /**
@@ -221,4 +223,33 @@ export function sendPasskeyCounterNotice(mailer: AccountsMailer, to: string, nam
 export function sendPasskeyRemovedNotice(mailer: AccountsMailer, to: string, name: string): Promise<void> {
   const text = `The passkey named "${name}" was removed from your account and no longer signs in. If this was not you, change your password now: whoever did it knows it.`;
   return mailer.send({ to, subject: "A Passkey Was Removed from Your Account", text }, "passkey_removed", "verified");
+}
+
+/**
+ * A note was shared with `to` (docs/sharing.md): from the owner's address, with nothing of the note itself (an
+ * address typed wrong must not receive its title). Whether `to` has an account is not asked: the mail is the
+ * same either way, and it counts as mail to an address nobody has proven, whose budget is half the deployment's.
+ */
+export function sendNoteSharedNotice(mailer: AccountsMailer, to: string, ownerEmail: string): Promise<void> {
+  const text = [
+    `${ownerEmail} shared a note with you.`,
+    "Sign in with this address (or register it and confirm the code we mail you) to find it among the notes shared with you.",
+    "If you do not know the sender, ignore this mail.",
+  ].join("\n");
+  return mailer.send({ to, subject: `${ownerEmail} shared a note with you`, text }, "note_shared", "unverified");
+}
+
+/**
+ * Handed to the notes area at wiring (index.ts, `notesArea({ shareMail })`): the mail of a new share, on the
+ * accounts area's mailer, charged as every mail is: to the owner's account and the requesting client's shares of the
+ * deployment's budgets, and to the deployment's (docs/security.md).
+ */
+export async function mailNoteShared(
+  request: Pick<AppEnv["Variables"], "db" | "config" | "log">,
+  sender: MailSource,
+  to: string,
+): Promise<void> {
+  const [owner] = await request.db.select({ email: users.email }).from(users).where(eq(users.id, sender.account));
+  if (!owner) return;
+  await sendNoteSharedNotice(mailerOf(request, sender), to, owner.email);
 }

@@ -5,7 +5,7 @@ import { randomId } from "../../lib/crypto";
 import { clientRateLimit } from "../../lib/request-limits";
 import { noStore } from "../../lib/security-headers";
 import { queryParams } from "../../lib/validation";
-import { notFound } from "../answers";
+import { forbidden, notFound, tell } from "../answers";
 import { idParameter } from "../docs";
 import { NoteMessage } from "../messages";
 import { noteIdFirst } from "../middleware";
@@ -50,11 +50,15 @@ function byteCount(header: string): number | undefined {
   return /^\s*\d{1,16}\s*$/.test(header) ? Number(header) : undefined;
 }
 
-/** Why a reservation was refused: the note is not the caller's (404), it is full (409), or the quota is (413). */
+/**
+ * Why a reservation was refused: the caller may not see the note (404) or only read it (403), it is full (409), or
+ * its owner's quota is (413).
+ */
 async function refusal(c: Context<AttachmentsEnv>, noteId: number, now: number) {
   const room = await roomOn(c.var.db, c.var.caller, now, noteId);
   if (room === undefined) return notesUnauthorized(c);
   if (room === null) return notFound(c);
+  if (room.role === "viewer") return forbidden(c, NoteMessage.viewerCannotChange);
   if (room.count >= MAX_ATTACHMENTS_PER_NOTE) return c.json({ error: AttachmentMessage.tooMany }, 409);
   return c.json({ error: AttachmentMessage.quotaFull }, 413);
 }
@@ -103,7 +107,7 @@ export const attachmentsApp = new Hono<AttachmentsEnv>()
       if (!reserved) return refusal(c, noteId, now);
       const upload = { body: c.req.raw.body, length: size, deadline: now + UPLOAD_WINDOW_MS };
       // The clean-up after a failure outlives a client that went away mid-upload.
-      const target = { db, caller, bucket: c.env.ATTACHMENTS, log, watching: c.var.watchers.watching(caller.userId) };
+      const target = { db, caller, bucket: c.env.ATTACHMENTS, log, watching: c.var.watchers.readers(noteId) };
       const finishing = finishUpload(target, { id, noteId }, upload);
       c.executionCtx.waitUntil(finishing.catch(() => undefined));
       const outcome = await finishing;
@@ -112,7 +116,7 @@ export const attachmentsApp = new Hono<AttachmentsEnv>()
           ? c.json({ error: AttachmentMessage.lengthMismatch }, 400)
           : c.json({ error: AttachmentMessage.uploadTooSlow }, 408);
       if ("gone" in outcome) return outcome.gone === "session" ? notesUnauthorized(c) : notFound(c);
-      if (outcome.watched) c.var.watchers.changed(caller.userId);
+      tell(c, outcome.watched);
       const row = { id, note_id: noteId, filename, size, created_at: now, ...outcome.stored };
       const body = await attachmentJson(
         { url: c.req.url, config },
@@ -176,11 +180,15 @@ export const attachmentsApp = new Hono<AttachmentsEnv>()
       const noteId = noteIdOf(c);
       const { db, caller, log } = c.var;
       const id = c.req.param("attachmentId");
-      const { watchers } = c.var;
-      const done = await deleteAttachment(db, caller, Date.now(), { id, noteId }, watchers.watching(caller.userId));
+      const now = Date.now();
+      const done = await deleteAttachment(db, caller, now, { id, noteId }, c.var.watchers.readers(noteId));
       if (done === undefined) return notesUnauthorized(c);
-      if (!done.deleted) return attachmentNotFound(c);
-      if (done.watched) watchers.changed(caller.userId);
+      if (!done.deleted) {
+        const room = await roomOn(db, caller, now, noteId);
+        if (room === undefined) return notesUnauthorized(c);
+        return room?.role === "viewer" ? forbidden(c, NoteMessage.viewerCannotChange) : attachmentNotFound(c);
+      }
+      tell(c, done.watched);
       await removeObject(c.env.ATTACHMENTS, log, id);
       return c.body(null, 204);
     },

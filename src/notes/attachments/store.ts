@@ -3,7 +3,7 @@ import type { CallerValues } from "../../auth/caller";
 import { compile, rowsOf, type Bound, type Placeholders } from "../../db/compiled";
 import type { AccessClaims } from "../../lib/access-token";
 import type { Database } from "../../types";
-import { visibleTo, writableBy } from "../access";
+import { roleOf, visibleTo, writableBy } from "../access";
 import { asCaller, forCallerOnly } from "../runner";
 import { notes } from "../schema";
 import { nextRevisionOfRow } from "../sql";
@@ -13,8 +13,9 @@ import type { SniffedType } from "./sniff";
 
 /**
  * Every statement of attachments, and the only place their SQL lives. Who may see and write a note is
- * access.ts's: an attachment is seen through its note (visibleTo) and written only while its note is
- * writable by the caller (writableBy: the caller's, while its session is live). The statements a request
+ * access.ts's: an attachment is seen through its note (visibleTo: its owner and the accounts it is shared with)
+ * and written only while its note is writable by the caller (writableBy: its owner or an editor, while its session
+ * is live); its bytes count against the note's owner's quota. The statements a request
  * makes are compiled once per isolate (forCallerOnly) and run in one round trip with the session check
  * (asCaller). Adding or removing an attachment moves its note's revision in the same transaction, so the
  * note's ETag changes and the changes feed reports it.
@@ -46,7 +47,7 @@ const stored = {
 /** Attachments, uploads under way included, of note `noteId`. */
 const countOnNote = (noteId: SQL) =>
   sql<number>`(SELECT count(*) FROM ${attachments} WHERE ${eq(attachments.noteId, noteId)})`;
-/** Bytes account `userId` has stored or is uploading. */
+/** Bytes account `userId` has stored or is uploading (on its own notes: the owner's, whoever uploaded them). */
 const bytesOf = (userId: SQL) =>
   sql<number>`(SELECT coalesce(sum(${attachments.size}), 0) FROM ${attachments} WHERE ${eq(attachments.userId, userId)})`;
 /** The note of the attachment row at hand (`note_id`), writable by the caller. */
@@ -82,7 +83,8 @@ const reserve = forCallerOnly((db, p: Placeholders<ReserveValues & CallerValues>
           and(
             writableBy(p, p.noteId),
             lt(countOnNote(p.noteId), MAX_ATTACHMENTS_PER_NOTE),
-            lte(sql`${bytesOf(p.userId)} + ${p.size}`, p.quota),
+            // The note's owner's quota, also when an editor the note is shared with uploads.
+            lte(sql`${bytesOf(sql`${notes.userId}`)} + ${p.size}`, p.quota),
           ),
         ),
     )
@@ -97,14 +99,19 @@ export async function reserveUpload(db: Database, caller: AccessClaims, now: num
 
 const room = forCallerOnly((db, p: Placeholders<{ noteId: number } & CallerValues>) =>
   db
-    .select({ count: countOnNote(p.noteId).as("count"), bytes: bytesOf(p.userId).as("bytes") })
+    .select({
+      role: roleOf(p).as("role"),
+      count: countOnNote(p.noteId).as("count"),
+      bytes: bytesOf(sql`${notes.userId}`).as("bytes"),
+    })
     .from(notes)
     .where(and(eq(notes.id, p.noteId), visibleTo(p))),
 );
 
 /**
- * Why a reservation was refused, read after it: the note's attachments and the account's bytes, or no row
- * when the note is not the caller's (undefined when the session is not live).
+ * Why a reservation (or a deletion) was refused, read after it: what the caller is to the note (a viewer may not
+ * write), its attachments and its owner's bytes, or no row when the caller may not see the note (undefined when
+ * the session is not live).
  */
 export async function roomOn(db: Database, caller: AccessClaims, now: number, noteId: number) {
   const rows = await asCaller(db, caller, now, room(db, caller, now, { noteId }));
@@ -139,22 +146,23 @@ const markStored = forCallerOnly((db, p: Placeholders<CompleteValues & CallerVal
 
 /**
  * The upload's bytes are in R2: the row becomes visible and the note moves on, while the note is still the
- * caller's to write, in one batch with `watching` (whether anyone watches the account's notes, notes/area.ts).
- * Whether it was done (not: the row or the note is gone) and watched; undefined when the session is not live.
+ * caller's to write, in one batch with `watching` (which of the note's readers anyone watches, notes/area.ts).
+ * Whether it was done (not: the row or the note is gone) and the watched accounts; undefined when the session is
+ * not live.
  */
 export async function completeUpload(
   db: Database,
   caller: AccessClaims,
   now: number,
   values: CompleteValues,
-  watching: Bound<unknown>,
+  watching: Bound<{ userId: number }>,
 ) {
   const rows = await asCaller(db, caller, now, [
     movedForNew(db, caller, now, values),
     markStored(db, caller, now, values),
     watching,
   ] as const);
-  return rows && { done: rows[1].length > 0, watched: rows[2].length > 0 };
+  return rows && { done: rows[1].length > 0, watched: rows[2] };
 }
 
 const release = compile((db, p: Placeholders<{ id: string }>) =>
@@ -181,22 +189,22 @@ const remove = forCallerOnly((db, p: Placeholders<OneValues & CallerValues>) =>
 );
 
 /**
- * Deletes an attachment of the caller's note and moves the note on, in one batch with `watching`: whether it was
- * there and whether the account is watched (undefined: session not live).
+ * Deletes an attachment of a note the caller may write and moves the note on, in one batch with `watching` (the
+ * note's readers anyone watches): whether it was there and the watched accounts (undefined: session not live).
  */
 export async function deleteAttachment(
   db: Database,
   caller: AccessClaims,
   now: number,
   values: OneValues,
-  watching: Bound<unknown>,
+  watching: Bound<{ userId: number }>,
 ) {
   const rows = await asCaller(db, caller, now, [
+    watching,
     movedForRemoved(db, caller, now, values),
     remove(db, caller, now, values),
-    watching,
   ] as const);
-  return rows && { deleted: rows[1].length > 0, watched: rows[2].length > 0 };
+  return rows && { deleted: rows[2].length > 0, watched: rows[0] };
 }
 
 const readOne = forCallerOnly((db, p: Placeholders<OneValues & CallerValues>) =>

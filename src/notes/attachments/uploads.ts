@@ -13,8 +13,8 @@ import { LengthMismatch, streamToR2, TooSlow, type StoredBytes, type UploadBody 
 
 /** What became of a reserved upload. */
 export type UploadOutcome =
-  /** Stored; `watched`: someone may be watching the account's notes (notes/area.ts). */
-  | { stored: StoredBytes; watched: boolean }
+  /** Stored; `watched`: the note's readers someone may be watching (notes/area.ts). */
+  | { stored: StoredBytes; watched: { userId: number }[] }
   /** Nothing stored: the body's length was not its Content-Length (400), or it came too slowly (408). */
   | { refused: "length" | "slow" }
   /** Nothing stored: the caller's session ended (401), or the note went (404), while the bytes came. */
@@ -26,7 +26,7 @@ export interface UploadTarget {
   caller: AccessClaims;
   bucket: R2Bucket;
   log: Logger;
-  watching: Bound<unknown>;
+  watching: Bound<{ userId: number }>;
 }
 
 /** Stores the bytes of reserved upload `id` on note `noteId`, or releases it. */
