@@ -11,7 +11,7 @@ import {
 import { Share } from "../../../src/notes/sharing/shapes";
 import { HOUR, MINUTE } from "../../../src/lib/units";
 import { account, logIn, quietRegister, storedCode } from "../../support/accounts";
-import { call, captureLogs, randomEmail, tally } from "../../support/app";
+import { anotherClient, call, captureLogs, randomEmail, tally } from "../../support/app";
 import { awaitMails, mailsTo, mailsWithSubject } from "../../support/mail";
 import { expectJson, noteOf, person, rows, send, shared, Shares, type Person } from "./support";
 
@@ -266,15 +266,28 @@ describe(`at most ${NEW_SHARE_ADDRESSES_PER_DAY} new addresses an owner makes th
 });
 
 describe("the sharing mail's budgets", () => {
-  it("counts against the owner's hourly allowance of mail to unproven addresses: the share is made, the mail beyond is not sent", async () => {
+  /** Shares `note` with `email` from a client of its own, under `overrides`: 201 whatever the budgets say. */
+  async function shareFrom(owner: Person, noteId: number, email: string, overrides: Record<string, string>) {
+    const response = await send("POST", `/notes/${noteId}/shares`, {
+      token: owner.token,
+      body: { email, role: "viewer" },
+      headers: anotherClient(),
+      env: overrides,
+    });
+    expect(response.status).toBe(201);
+  }
+
+  it("counts in the requesting client's allowance of mail to unproven addresses: the share is made, the mail beyond is not sent", async () => {
     const owner = await person();
     const note = await noteOf(owner);
     const logs = captureLogs();
+    const client = anotherClient();
     const addresses = [randomEmail(), randomEmail(), randomEmail()];
     for (const email of addresses) {
       const response = await send("POST", `/notes/${note.id}/shares`, {
         token: owner.token,
         body: { email, role: "viewer" },
+        headers: client,
         env: { MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "2" },
       });
       expect(response.status).toBe(201);
@@ -286,32 +299,38 @@ describe("the sharing mail's budgets", () => {
       audience: "unverified",
       budget: "unverified_client",
     });
-    // Another owner's allowance is its own.
+    // Another owner, from another client, has an allowance of its own.
     const other = await person();
     const email = randomEmail();
-    const response = await send("POST", `/notes/${(await noteOf(other)).id}/shares`, {
-      token: other.token,
-      body: { email, role: "viewer" },
-      env: { MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "2" },
-    });
-    expect(response.status).toBe(201);
+    await shareFrom(other, (await noteOf(other)).id, email, { MAIL_UNVERIFIED_CLIENT_HOURLY_LIMIT: "2" });
     expect(await mailsTo(email)).toHaveLength(1);
   });
 
-  it("counts against the deployment's budget", async () => {
+  it("counts in the owner's share of the deployment's budget, however many networks the owner shares from", async () => {
     const owner = await person();
     const note = await noteOf(owner);
     await env.DB.prepare("DELETE FROM deployment_windows").run();
     const logs = captureLogs();
+    // MAIL_HOURLY_LIMIT 8: one account's share is 2 an hour.
+    const addresses = [randomEmail(), randomEmail(), randomEmail()];
+    for (const email of addresses) await shareFrom(owner, note.id, email, { MAIL_HOURLY_LIMIT: "8" });
+    const mailed = await Promise.all(addresses.map(async (email) => (await mailsTo(email)).length));
+    expect(mailed).toEqual([1, 1, 0]);
+    expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({
+      kind: "note_shared",
+      budget: "account_hourly",
+    });
+  });
+
+  it("counts against the deployment's budget", async () => {
+    const [owner, other] = [await person(), await person()];
+    const [note, otherNote] = [await noteOf(owner), await noteOf(other)];
+    await env.DB.prepare("DELETE FROM deployment_windows").run();
+    const logs = captureLogs();
     const [first, second] = [randomEmail(), randomEmail()];
-    for (const email of [first, second]) {
-      const response = await send("POST", `/notes/${note.id}/shares`, {
-        token: owner.token,
-        body: { email, role: "viewer" },
-        env: { MAIL_HOURLY_LIMIT: "2" },
-      });
-      expect(response.status).toBe(201);
-    }
+    // MAIL_HOURLY_LIMIT 2: mail to unproven addresses may take half of it, one.
+    await shareFrom(owner, note.id, first, { MAIL_HOURLY_LIMIT: "2" });
+    await shareFrom(other, otherNote.id, second, { MAIL_HOURLY_LIMIT: "2" });
     expect([(await mailsTo(first)).length, (await mailsTo(second)).length]).toEqual([1, 0]);
     expect(logs.find((line) => line.event === "mail_budget_exhausted")).toMatchObject({
       kind: "note_shared",
