@@ -30,3 +30,22 @@ export const requireNotesAuth = createMiddleware<NotesEnv>(async (c, next) => {
   c.set("caller", caller);
   await next();
 });
+
+/** The environment of the routes that only exist with accounts (attachments, sharing): a caller, always. */
+export type AccountsEnv = AppEnv & { Variables: { caller: AccessClaims } };
+
+/**
+ * The middleware of routes that only exist with accounts: with public notes (NOTES_AUTH=off) every one answers
+ * `whenPublic`; otherwise `Authorization: Bearer <access token>` is required and sets `c.var.caller`. The session
+ * itself is checked by each statement's batch (asCaller), as for notes.
+ */
+export function requireAccount(whenPublic: (c: Context) => Response) {
+  return createMiddleware<AccountsEnv>(async (c, next) => {
+    const { config } = c.var;
+    if (config.notesAuth !== "required") return whenPublic(c);
+    const caller = await bearerClaims(c.req.header("Authorization"), config.jwtSecret);
+    if (!caller) return notesUnauthorized(c);
+    c.set("caller", caller);
+    await next();
+  });
+}

@@ -1,10 +1,6 @@
 import type { Context } from "hono";
-import { createMiddleware } from "hono/factory";
-import { bearerClaims } from "../../auth/caller";
 import type { Config } from "../../config";
-import type { AccessClaims } from "../../lib/access-token";
-import type { AppEnv } from "../../types";
-import { notesUnauthorized } from "../require-auth";
+import { requireAccount, type AccountsEnv } from "../require-auth";
 import { signedLink } from "./links";
 import { AttachmentMessage } from "./messages";
 import type { AttachmentJson } from "./shapes";
@@ -13,25 +9,15 @@ import type { StoredAttachment } from "./store";
 /** What the attachment routes share: who may call them, their common answers, an attachment's JSON. */
 
 /** The environment of the Bearer routes: a caller, always (attachments need accounts). */
-export type AttachmentsEnv = AppEnv & { Variables: { caller: AccessClaims } };
+export type AttachmentsEnv = AccountsEnv;
 
 /** With public notes there is no account to own a file: every attachment route answers this 404. */
 export const needsAccounts = (c: Context) => c.json({ error: AttachmentMessage.needsAccounts }, 404);
 
 export const attachmentNotFound = (c: Context) => c.json({ error: AttachmentMessage.notFound }, 404);
 
-/**
- * NOTES_AUTH=required, and `Authorization: Bearer <access token>`: `c.var.caller`. The session itself is
- * checked by each statement's batch (asCaller), as for notes.
- */
-export const accountsOnly = createMiddleware<AttachmentsEnv>(async (c, next) => {
-  const { config } = c.var;
-  if (config.notesAuth !== "required") return needsAccounts(c);
-  const caller = await bearerClaims(c.req.header("Authorization"), config.jwtSecret);
-  if (!caller) return notesUnauthorized(c);
-  c.set("caller", caller);
-  await next();
-});
+/** NOTES_AUTH=required, and `Authorization: Bearer <access token>`: `c.var.caller` (requireAccount). */
+export const accountsOnly = requireAccount(needsAccounts);
 
 /** Only answers that say nothing of their own about caching are not to be kept (the bytes are `private`). */
 export const keepsNoCacheControl = (c: Context) => !c.res.headers.has("Cache-Control");

@@ -1,10 +1,6 @@
 import type { Context } from "hono";
-import { createMiddleware } from "hono/factory";
-import { bearerClaims } from "../../auth/caller";
-import type { AccessClaims } from "../../lib/access-token";
-import type { AppEnv } from "../../types";
 import { forbidden, notFound } from "../answers";
-import { notesUnauthorized } from "../require-auth";
+import { requireAccount, type AccountsEnv } from "../require-auth";
 import { parseNoteId } from "../requests";
 import { SharingMessage } from "./messages";
 import type { StoredLink } from "./link-store";
@@ -14,23 +10,13 @@ import type { StoredShare } from "./share-store";
 /** What the sharing routes share: who may call them, their common answers, the JSON of links and shares. */
 
 /** The environment of the sharing routes that act for an account: a caller, always. */
-export type SharingEnv = AppEnv & { Variables: { caller: AccessClaims } };
+export type SharingEnv = AccountsEnv;
 
 /** With public notes there are no accounts to share with: every sharing route answers this 404. */
 export const needsAccounts = (c: Context) => c.json({ error: SharingMessage.needsAccounts }, 404);
 
-/**
- * NOTES_AUTH=required, and `Authorization: Bearer <access token>`: `c.var.caller`. The session itself is
- * checked by each statement's batch (asCaller), as for notes.
- */
-export const sharingCaller = createMiddleware<SharingEnv>(async (c, next) => {
-  const { config } = c.var;
-  if (config.notesAuth !== "required") return needsAccounts(c);
-  const caller = await bearerClaims(c.req.header("Authorization"), config.jwtSecret);
-  if (!caller) return notesUnauthorized(c);
-  c.set("caller", caller);
-  await next();
-});
+/** NOTES_AUTH=required, and `Authorization: Bearer <access token>`: `c.var.caller` (requireAccount). */
+export const sharingCaller = requireAccount(needsAccounts);
 
 /** The note id of the path (the contract's 400 when it is not one; checked first by noteIdFirst). */
 export const noteIdOf = (c: Context) => parseNoteId(c.req.param("id") ?? "");
