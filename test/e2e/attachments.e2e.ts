@@ -12,13 +12,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { crc32, deflateSync } from "node:zlib";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath, root, startWorker, type Worker } from "./wrangler-dev.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { root, openChromium, startWorker, type Worker } from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
 const email = `attachments-${randomBytes(6).toString("hex")}@example.com`;
@@ -107,26 +107,13 @@ function curlUpload(file: string, filename: string): { status: number; body: Att
 
 before(
   async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(
-        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
-      );
-    }
     worker = await startWorker({
       NOTES_AUTH: "required",
       JWT_SECRET_KEY: randomBytes(32).toString("base64url"),
       BCRYPT_COST: "4",
     });
     origin = worker.origin;
-    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      acceptDownloads: true,
-      viewport: { width: 400, height: 300 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
+    ({ context, page } = await openChromium(worker, { acceptDownloads: true, viewport: { width: 400, height: 300 } }));
   },
   { timeout: 90_000 },
 );

@@ -13,20 +13,13 @@
  *   to no origin but the worker's and logged no error.
  * - Leaves a full-page screenshot in test/e2e/.artifacts/docs.png.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
-import {
-  CHROMIUM_ARGS,
-  chromiumPath,
-  root,
-  START_WORKER_TIMEOUT_MS,
-  startWorker,
-  type Worker,
-} from "./wrangler-dev.ts";
+import type { BrowserContext, Locator, Page } from "playwright-core";
+import { root, START_WORKER_TIMEOUT_MS, startWorker, type Worker, openChromium } from "./wrangler-dev.ts";
 
 const screenshotPath = join(root, "test/e2e/.artifacts/docs.png");
 
@@ -74,21 +67,9 @@ async function takeScreenshot(): Promise<void> {
 
 before(
   async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(
-        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
-      );
-    }
     worker = await startWorker({ NOTES_AUTH: "off" });
     origin = `http://127.0.0.1:${worker.port}`;
-    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1100, height: 900 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
+    ({ context, page } = await openChromium(worker, { viewport: { width: 1100, height: 900 } }));
     // Every request of every page and worker in the browser context, not only the main frame's.
     context.on("request", (request) => pageRequests.push(request.url()));
     page.on("console", (message) => {

@@ -12,20 +12,12 @@
  *   then runs the recipe's ```js blocks in the page, as pasted into its console, and reads what they log.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { chromium, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import {
-  CHROMIUM_ARGS,
-  chromiumPath,
-  freePort,
-  root,
-  START_WORKER_TIMEOUT_MS,
-  startWorker,
-  type Worker,
-} from "./wrangler-dev.ts";
+import type { BrowserContext, CDPSession, Page } from "playwright-core";
+import { freePort, root, START_WORKER_TIMEOUT_MS, startWorker, type Worker, openChromium } from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
 const email = `passkey-${randomBytes(6).toString("hex")}@example.com`;
@@ -73,11 +65,6 @@ async function api(
 
 before(
   async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(
-        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
-      );
-    }
     const port = await freePort();
     // The RP ID is localhost: the page must be opened by that name (127.0.0.1 is not a valid RP ID).
     origin = `http://localhost:${port}`;
@@ -91,13 +78,7 @@ before(
       },
       port,
     );
-    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
+    ({ context, page } = await openChromium(worker));
     cdp = await context.newCDPSession(page);
     await cdp.send("WebAuthn.enable", { enableUI: false });
     const added = await cdp.send("WebAuthn.addVirtualAuthenticator", {

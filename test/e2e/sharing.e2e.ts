@@ -15,20 +15,13 @@
  * - Leaves a screenshot of the shared note in test/e2e/.artifacts/shared.png.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { failuresOf, runInBash, stepsOf, walkThroughBlocks, type Ran } from "./walk-throughs.ts";
-import {
-  CHROMIUM_ARGS,
-  chromiumPath,
-  root,
-  START_WORKER_TIMEOUT_MS,
-  startWorker,
-  type Worker,
-} from "./wrangler-dev.ts";
+import { root, START_WORKER_TIMEOUT_MS, startWorker, type Worker, openChromium } from "./wrangler-dev.ts";
 
 const PASSWORD = "correct horse battery";
 /** The README's Sharing section: its curl lines, a link and then a share. */
@@ -98,24 +91,12 @@ const shownText = () => page.locator("body").innerText();
 
 before(
   async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(
-        `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
-      );
-    }
     worker = await startWorker({
       NOTES_AUTH: "required",
       JWT_SECRET_KEY: randomBytes(32).toString("base64url"),
       BCRYPT_COST: "4",
     });
-    context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 600, height: 200 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
+    ({ context, page } = await openChromium(worker, { viewport: { width: 600, height: 200 } }));
   },
   { timeout: START_WORKER_TIMEOUT_MS },
 );

@@ -6,11 +6,12 @@
  * given here only; mail is unconfigured. Shared by docs.e2e.ts and passkeys.e2e.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 // wrangler's JS entry run with this same Node (22): the `.bin` shim would use whatever `node` is on PATH.
@@ -32,6 +33,30 @@ export const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+/**
+ * Headless Chromium (`chromiumPath`: Debian's package, or $CHROMIUM_PATH; never downloaded) with a profile in the
+ * worker's temporary directory, and its first page, whose waits give up after 15 s.
+ */
+export async function openChromium(
+  worker: Worker,
+  options: { viewport?: { width: number; height: number }; acceptDownloads?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(
+      `No Chromium at ${chromiumPath}: apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
+    );
+  }
+  const context = await chromium.launchPersistentContext(join(worker.tmp, "chromium-profile"), {
+    executablePath: chromiumPath,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    ...options,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(15_000);
+  return { context, page };
+}
 
 /** A port the OS just handed out on loopback (bound to port 0, then released). */
 export async function freePort(): Promise<number> {
