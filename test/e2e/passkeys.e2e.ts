@@ -136,8 +136,17 @@ test("the page registers a passkey with navigator.credentials.create() and the A
     { options: (options.body as { options: unknown }).options, token: accessToken },
   );
   assert.equal(result.status, 201, JSON.stringify(result.body));
-  assert.deepEqual(Object.keys(result.body as object), ["id", "name", "created_at", "last_used_at", "backed_up"]);
-  assert.equal((result.body as { name: string }).name, "Chromium");
+  assert.deepEqual(Object.keys(result.body as object), [
+    "id",
+    "name",
+    "created_at",
+    "last_used_at",
+    "backed_up",
+    "counter_regressed_at",
+  ]);
+  const added = result.body as { name: string; counter_regressed_at: string | null };
+  assert.equal(added.name, "Chromium");
+  assert.equal(added.counter_regressed_at, null);
   // The authenticator holds it as a discoverable credential for this RP ID.
   const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
   assert.equal(credentials.length, 1);
