@@ -6,8 +6,19 @@ import type { AppEnv } from "../types";
 const corsForAllowedOrigins = cors({
   origin: (origin, c: Context<AppEnv>) => (c.var.config.corsOrigins.includes(origin) ? origin : null),
   allowMethods: ["GET", "POST", "PATCH", "DELETE"],
-  allowHeaders: ["Authorization", "Content-Type", "X-D1-Bookmark", "Idempotency-Key", "If-Match", "If-None-Match"],
-  // Link pages the list and the search; WWW-Authenticate says which scheme a 401 wants.
+  allowHeaders: [
+    "Authorization",
+    "Content-Type",
+    "X-D1-Bookmark",
+    "Idempotency-Key",
+    "If-Match",
+    "If-None-Match",
+    // An attachment's download in parts (notes/attachments/).
+    "Range",
+    "If-Range",
+  ],
+  // Link pages the list and the search; WWW-Authenticate says which scheme a 401 wants; Location names a new
+  // attachment, Content-Range the part of it answered, Content-Disposition its file name.
   exposeHeaders: [
     "Retry-After",
     "X-Request-Id",
@@ -16,6 +27,9 @@ const corsForAllowedOrigins = cors({
     "Link",
     "WWW-Authenticate",
     "ETag",
+    "Location",
+    "Content-Range",
+    "Content-Disposition",
   ],
   maxAge: 600,
 });

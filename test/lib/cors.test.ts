@@ -18,7 +18,7 @@ describe("CORS", () => {
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-origin")).toBe("https://admin.example.com");
     expect(response.headers.get("access-control-allow-headers")).toBe(
-      "Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key,If-Match,If-None-Match",
+      "Authorization,Content-Type,X-D1-Bookmark,Idempotency-Key,If-Match,If-None-Match,Range,If-Range",
     );
     expect(response.headers.get("access-control-allow-methods")).toBe("GET,POST,PATCH,DELETE");
   });
@@ -38,6 +38,22 @@ describe("CORS", () => {
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
     expect(response.headers.get("access-control-expose-headers")?.split(",")).toEqual(
       expect.arrayContaining(["Link", "WWW-Authenticate", "ETag", "Idempotent-Replayed"]),
+    );
+  });
+
+  it("lets a page of an allowed origin ask for part of an attachment and read where a new one is and which part came", async () => {
+    const response = await callWithEnv(origins, "OPTIONS", "/notes/1/attachments/a", undefined, {
+      Origin: "https://app.example.com",
+      "Access-Control-Request-Method": "GET",
+      "Access-Control-Request-Headers": "authorization, range",
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get("access-control-allow-headers")?.split(",")).toEqual(
+      expect.arrayContaining(["Range", "If-Range"]),
+    );
+    const answer = await callWithEnv(origins, "GET", "/notes", undefined, { Origin: "https://app.example.com" });
+    expect(answer.headers.get("access-control-expose-headers")?.split(",")).toEqual(
+      expect.arrayContaining(["Location", "Content-Range", "Content-Disposition"]),
     );
   });
 
