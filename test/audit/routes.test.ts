@@ -1,7 +1,8 @@
 /** Reading the audit log (src/audit/routes.ts): GET /auth/activity for the caller, GET /admin/audit for operators. */
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { AuthMessage } from "../../src/auth/messages";
-import { AuditMessage } from "../../src/audit/shapes";
+import { AuditMessage, EventPage } from "../../src/audit/shapes";
 import { account, bearer, logIn, postLogin, storedUser } from "../support/accounts";
 import { admin, userIdOf } from "../support/admin";
 import { eventsOf } from "../support/audit";
@@ -11,20 +12,24 @@ import { mailedCode } from "../support/mail";
 const ISO = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 const EVENT_ID = expect.stringMatching(/^evt_[0-9a-f]{32}$/);
 
-type Page = { events: Array<Record<string, unknown>>; next_cursor: string | null };
+/** A page of events, checked against the shape /openapi.json publishes for it. */
+const pageOf = async (response: Response) => v.parse(EventPage, await response.json());
 
 function activity(token: string, query = ""): Promise<Response> {
   return call("GET", `/auth/activity${query}`, undefined, bearer(token));
 }
 
 /** Every page of a list, following next_cursor. */
-async function allPages(first: string, get: (path: string) => Promise<Response>): Promise<Page["events"]> {
-  const events: Page["events"] = [];
+async function allPages(
+  first: string,
+  get: (path: string) => Promise<Response>,
+): Promise<v.InferOutput<typeof EventPage>["events"]> {
+  const events: v.InferOutput<typeof EventPage>["events"] = [];
   let path: string | null = first;
   while (path !== null) {
     const response = await get(path);
     expect(response.status).toBe(200);
-    const page = (await response.json()) as Page;
+    const page = await pageOf(response);
     events.push(...page.events);
     path = page.next_cursor === null ? null : `${first}&cursor=${page.next_cursor}`;
   }
@@ -102,7 +107,7 @@ describe("GET /auth/activity", () => {
     for (let i = 0; i < 4; i++) await logIn(email);
     const tokens = await logIn(email);
     const paged = await allPages("?limit=2", (query) => activity(tokens.token, query));
-    const whole = ((await (await activity(tokens.token, "?limit=100")).json()) as Page).events;
+    const { events: whole } = await pageOf(await activity(tokens.token, "?limit=100"));
     expect(paged).toEqual(whole);
     expect(whole).toHaveLength(7);
     expect(whole.map((event) => event.id)).toEqual(

@@ -1,5 +1,7 @@
 /** The admin API's accounts (src/auth/admin/routes.ts): list, read, sign out, delete. Bans: ban.test.ts. */
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
+import { AdminUserDetail, AdminUserPage } from "../../../src/auth/admin/shapes";
 import { AdminMessage } from "../../../src/lib/admin";
 import { account, bearer, expectEnded, logIn, postLogin, storedUser } from "../../support/accounts";
 import { admin, userIdOf } from "../../support/admin";
@@ -99,10 +101,8 @@ describe("GET /admin/users", () => {
     let cursor: string | null = null;
     const query = `email=${encodeURIComponent(` ${prefix.toUpperCase()}`)}&limit=2`;
     do {
-      const page = (await (await admin("GET", `/admin/users?${query}${cursor ? `&cursor=${cursor}` : ""}`)).json()) as {
-        users: Array<{ id: number; verified: boolean }>;
-        next_cursor: string | null;
-      };
+      const response = await admin("GET", `/admin/users?${query}${cursor ? `&cursor=${cursor}` : ""}`);
+      const page = v.parse(AdminUserPage, await response.json());
       expect(page.users.length).toBeLessThanOrEqual(2);
       seen.push(...page.users.map((user) => user.id));
       cursor = page.next_cursor;
@@ -130,12 +130,12 @@ describe("GET /admin/users/{id}", () => {
     const second = await logIn(email, { userAgent: "Second/2.0" });
     const { body } = await json(await admin("GET", `/admin/users/${id}`));
     expect(body).toMatchObject({ id, email, last_sign_in_at: ISO });
-    const { sessions } = body as { sessions: unknown[] };
+    const { sessions } = v.parse(AdminUserDetail, body);
     expect(sessions).toEqual([
       { id: expect.any(String), created_at: ISO, last_used_at: ISO, amr: ["pwd"], user_agent: expect.any(String) },
       { id: expect.any(String), created_at: ISO, last_used_at: ISO, amr: ["pwd"], user_agent: expect.any(String) },
     ]);
-    expect(sessions.map((s) => (s as { user_agent: string }).user_agent).sort()).toEqual(["First/1.0", "Second/2.0"]);
+    expect(sessions.map((session) => session.user_agent).sort()).toEqual(["First/1.0", "Second/2.0"]);
     expect(second.token).toBeTruthy();
   });
 
